@@ -1,0 +1,173 @@
+"""The one exception of bcast's shape layer, and the picture it draws.
+
+`BroadcastError` is raised for incompatible shapes and for every invalid parameter (axis,
+axes_mapping, operand count, negative or oversized dims, malformed text). Like NumPy's
+`AxisError` it keeps its facts as fields and builds the message from them in ``__str__``, so
+that tests, the CLI and the model checker read fields rather than parse text.
+
+This module is a leaf: it imports nothing from bcast at run time, so `dim`, `shape` and
+`rules` can all raise it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bcast.shape import Shape
+
+__all__ = ["BroadcastError", "format_alignment"]
+
+
+class BroadcastError(ValueError):
+    """Shapes that cannot be broadcast, or an invalid broadcasting parameter.
+
+    Parameters
+    ----------
+    reason : str
+        What is wrong, in one sentence, naming the parameter and the value received.
+    mode : str or None
+        The rule set that failed (``"numpy"``, ``"pdpd"``, ...), or None for errors found
+        before a mode applies (a malformed shape text, a negative dim).
+    shapes : sequence of Shape
+        The operands as the rule received them.
+    axis : int or None
+        The failing *output* axis (non-negative), or None when no single axis fails.
+    operand : int or None
+        Index of the offending operand, when one is to blame.
+    alignment : sequence of (tuple of (int or None)) or None, optional
+        For each operand, the output axis of each of its axes (None for an axis the mode
+        drops); used to draw the shapes as the mode aligns them.
+    out_rank : int or None, optional
+        Rank of the aligned picture.
+    labels : sequence of str, optional
+        Names of the operands by role (``"A"``, ``"B"``, ``"data"``, ...).
+
+    Examples
+    --------
+    >>> import bcast
+    >>> try:
+    ...     bcast.broadcast_shapes("[2,3]", "[4]")
+    ... except bcast.BroadcastError as err:
+    ...     print(err.mode, err.axis)
+    numpy 1
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        mode: str | None = None,
+        shapes: Sequence[Shape] = (),
+        axis: int | None = None,
+        operand: int | None = None,
+        alignment: Sequence[tuple[int | None, ...] | None] | None = None,
+        out_rank: int | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        self.reason = reason
+        self.mode = mode
+        self.shapes = tuple(shapes)
+        self.axis = axis
+        self.operand = operand
+        self.alignment = None if alignment is None else tuple(alignment)
+        self.out_rank = out_rank
+        self.labels = tuple(labels) if labels is not None else None
+        super().__init__(reason)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only fields need help to survive pickling (multiprocessing, Dask workers).
+        return (_rebuild, (self.reason, self.__dict__))
+
+    @property
+    def summary(self) -> str:
+        """The first line of the message: mode, reason."""
+        return f"{self.mode}: {self.reason}" if self.mode else self.reason
+
+    def __str__(self) -> str:
+        lines = [self.summary]
+        if self.shapes and self.alignment is not None and self.out_rank is not None:
+            picture = format_alignment(
+                self.shapes,
+                self.alignment,
+                self.out_rank,
+                labels=self.labels,
+                mark_axis=self.axis,
+            )
+            lines.extend("  " + row for row in picture)
+        return "\n".join(lines)
+
+
+def _rebuild(reason: str, state: dict[str, object]) -> BroadcastError:
+    err = BroadcastError.__new__(BroadcastError)
+    ValueError.__init__(err, reason)
+    err.__dict__.update(state)
+    return err
+
+
+def format_alignment(
+    shapes: Sequence[Shape],
+    alignment: Sequence[tuple[int | None, ...] | None],
+    out_rank: int,
+    *,
+    labels: Sequence[str] | None = None,
+    result: Shape | None = None,
+    mark_axis: int | None = None,
+) -> list[str]:
+    """Draw operands in columns, one column per output axis, as a mode aligns them.
+
+    Each operand axis is written in the column of the output axis it pairs with; an axis the
+    mode drops (PDPD's trimmed trailing ones) is written after a ``|`` at the end of its row.
+    A caret marks ``mark_axis``. The CLI's ``explain`` and the model checker use the same
+    picture.
+
+    Examples
+    --------
+    >>> from bcast import Shape
+    >>> for row in format_alignment([Shape((2, 3)), Shape((4,))], [(0, 1), (1,)], 2,
+    ...                             mark_axis=1):
+    ...     print(row)
+    #0  2  3
+    #1     4
+           ^ axis 1
+    """
+    names = list(labels) if labels is not None else [f"#{i}" for i in range(len(shapes))]
+    rows: list[list[str]] = []
+    extras: list[str] = []
+    for shape, axes in zip(shapes, alignment, strict=True):
+        cells = [""] * out_rank
+        dropped: list[str] = []
+        if axes is None or shape.rank is None:
+            rows.append(["[...]"] + [""] * max(out_rank - 1, 0))
+            extras.append("")
+            continue
+        for dim, out_axis in zip(shape, axes, strict=True):
+            if out_axis is None or out_axis >= out_rank:
+                dropped.append(str(dim))
+            else:
+                cells[out_axis] = str(dim)
+        rows.append(cells)
+        extras.append(("| " + " ".join(dropped)) if dropped else "")
+    if result is not None and result.rank is not None and result.rank == out_rank:
+        names.append("=")
+        rows.append([str(d) for d in result])
+        extras.append("")
+    width = [1] * out_rank
+    for cells in rows:
+        for i, cell in enumerate(cells[:out_rank]):
+            width[i] = max(width[i], len(cell))
+    name_width = max((len(n) for n in names), default=0)
+    out = []
+    for name, cells, extra in zip(names, rows, extras, strict=True):
+        body = "  ".join(cell.rjust(width[i]) for i, cell in enumerate(cells[:out_rank]))
+        if not cells:
+            body = "(scalar)" if name != "=" else "[]"
+        line = f"{name.ljust(name_width)}  {body}"
+        if extra:
+            line += "  " + extra
+        out.append(line.rstrip())
+    if mark_axis is not None and 0 <= mark_axis < out_rank:
+        offset = name_width + 2 + sum(w + 2 for w in width[:mark_axis]) + width[mark_axis] - 1
+        out.append(" " * offset + f"^ axis {mark_axis}")
+    return out

@@ -1,0 +1,486 @@
+"""The rule sets: one pure function per mode, each returning a `Plan`.
+
+Each rule is "validate the operand count → validate parameters → align → merge pairwise →
+build the Plan". A mode is only an *alignment* (right-aligned, offset by ``axis``, mapped by
+``axes_mapping``); the per-dimension decision is always `bcast.dim.merge_dims` (two-way) or
+`bcast.dim.merge_into` (one-way, which is `merge_dims` narrowed to the target).
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from bcast.dim import Dim, intersect_dims, merge_dims, merge_into
+from bcast.errors import BroadcastError
+from bcast.modes import Mode
+from bcast.plans import Plan, labels_for
+from bcast.shape import Shape, ShapeLike, as_shape
+
+__all__ = ["broadcast_shapes", "plan"]
+
+_DYNAMIC: Final = Shape.dynamic()
+_CACHE: dict[object, Plan] = {}
+_CACHE_SIZE: Final = 4096
+
+
+def plan(
+    *shapes: ShapeLike,
+    mode: str | Mode = "numpy",
+    axis: int = -1,
+    axes_mapping: Sequence[int] | None = None,
+) -> Plan:
+    """Apply a broadcasting rule and return the full `Plan` (output and alignment).
+
+    Same arguments as `broadcast_shapes`. Plans of static shapes given as tuples of ints
+    are cached, so the rule runs once per distinct call.
+
+    Examples
+    --------
+    >>> import bcast
+    >>> p = bcast.plan((16,), (1, 16, 50, 50), mode="explicit", axes_mapping=[1])
+    >>> p.aligned_shape(0), str(p.output)
+    ((1, 16, 1, 1), '[1,16,50,50]')
+    """
+    key = (shapes, mode, axis, axes_mapping)
+    try:
+        found = _CACHE[key]
+    except (KeyError, TypeError):  # TypeError: unhashable (lists): take the slow path
+        found = None
+    if found is not None and _exact_ints(shapes):
+        return found
+    result = _plan(shapes, mode, axis, axes_mapping)
+    if _exact_ints(shapes) and (axes_mapping is None or type(axes_mapping) is tuple):
+        if len(_CACHE) >= _CACHE_SIZE:
+            del _CACHE[next(iter(_CACHE))]
+        _CACHE[key] = result
+    return result
+
+
+def _exact_ints(shapes: tuple[object, ...]) -> bool:
+    """Return True when every shape is a tuple of plain ints.
+
+    A cache hit alone is not enough: ``(True,)`` and ``(2.0,)`` hash and compare equal to
+    ``(1,)`` and ``(2,)``, but must raise TypeError, not return a cached plan.
+    """
+    for s in shapes:
+        if type(s) is not tuple:
+            return False
+        for d in s:
+            if type(d) is not int:
+                return False
+    return True
+
+
+def broadcast_shapes(
+    *shapes: ShapeLike,
+    mode: str | Mode = "numpy",
+    axis: int = -1,
+    axes_mapping: Sequence[int] | None = None,
+) -> Shape:
+    """Return the shape that ``shapes`` broadcast to under ``mode``.
+
+    Implements ONNX ``docs/Broadcasting.md`` (multidirectional, unidirectional) and the
+    OpenVINO broadcast rules (``none``, ``numpy``, ``pdpd``, bidirectional, explicit).
+
+    Parameters
+    ----------
+    *shapes : Shape, str or sequence of dims
+        The operands: any number for ``numpy`` (none gives ``[]``), one or more for ``none``,
+        exactly two (``A, B`` or ``data, target``) for the other modes.
+    mode : str or Mode, default "numpy"
+        ``numpy`` (alias ``multidirectional``), ``none``, ``pdpd``, ``unidirectional``,
+        ``bidirectional`` or ``explicit``.
+    axis : int, default -1
+        PDPD only: the axis of A where B starts; -1 means ``rank(A) - rank(B)``.
+    axes_mapping : sequence of int, optional
+        Explicit only: the output axis of each data axis, strictly increasing.
+
+    Returns
+    -------
+    Shape
+        The most precise sound result: on partial shapes, the narrowest dims that contain
+        every result the concrete shapes could produce.
+
+    Raises
+    ------
+    BroadcastError
+        If the shapes cannot broadcast (``.axis`` is the failing output axis) or a parameter
+        is invalid (operand count, axis, axes_mapping, negative dims).
+    TypeError
+        For arguments of the wrong Python type (a bool or float dim, a non-int axis).
+
+    See Also
+    --------
+    plan : the same rule, returning the alignment as well.
+
+    Notes
+    -----
+    Where ONNX shape inference or OpenVINO answer differently on partial shapes, the
+    project's ``docs/peer-differences.md`` lists the case.
+
+    Examples
+    --------
+    >>> import bcast
+    >>> str(bcast.broadcast_shapes((2, 3, 4, 5), (5,)))
+    '[2,3,4,5]'
+    >>> str(bcast.broadcast_shapes("[N,1,8]", "[1,4,?]"))
+    '[N,4,8]'
+    >>> str(bcast.broadcast_shapes("[2,3,4,5]", "[3,1]", mode="pdpd", axis=1))
+    '[2,3,4,5]'
+    >>> bcast.broadcast_shapes((2, 3), (4,))
+    Traceback (most recent call last):
+    ...
+    bcast.errors.BroadcastError: numpy: cannot broadcast [2,3] and [4] at axis 1: 3 vs 4
+      #0  2  3
+      #1     4
+             ^ axis 1
+    """
+    return plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping).output
+
+
+# -- the boundary ------------------------------------------------------------------------
+
+
+def _plan(
+    raw: tuple[ShapeLike, ...],
+    mode_arg: str | Mode,
+    axis: int,
+    axes_mapping: Sequence[int] | None,
+) -> Plan:
+    mode = Mode.parse(mode_arg)
+    _check_count(mode, len(raw))
+    shapes = tuple(as_shape(s) for s in raw)
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise TypeError(f"axis must be an int; got {type(axis).__name__} {axis!r}")
+    if mode is not Mode.PDPD and axis != -1:
+        raise BroadcastError(
+            f"axis is only used by mode 'pdpd'; got axis={axis}", mode=mode.value, shapes=shapes
+        )
+    mapping = _check_mapping_type(axes_mapping)
+    if mode is not Mode.EXPLICIT and mapping is not None:
+        raise BroadcastError(
+            f"axes_mapping is only used by mode 'explicit'; got axes_mapping={list(mapping)}",
+            mode=mode.value,
+            shapes=shapes,
+        )
+    return _RULES[mode](shapes, int(axis), mapping)
+
+
+def _check_count(mode: Mode, count: int) -> None:
+    if mode is Mode.NUMPY:
+        return
+    if mode is Mode.NONE:
+        if count < 1:
+            raise BroadcastError("mode 'none' needs at least one operand; got 0", mode="none")
+        return
+    if count != 2:
+        roles = " and ".join(labels_for(mode, 2))
+        raise BroadcastError(
+            f"mode {mode.value!r} takes exactly 2 operands ({roles}); got {count}",
+            mode=mode.value,
+        )
+
+
+def _check_mapping_type(axes_mapping: object) -> tuple[int, ...] | None:
+    if axes_mapping is None:
+        return None
+    if isinstance(axes_mapping, (str, bytes)) or not hasattr(axes_mapping, "__iter__"):
+        raise TypeError(
+            "axes_mapping must be a sequence of ints; "
+            f"got {type(axes_mapping).__name__} {axes_mapping!r}"
+        )
+    items = list(axes_mapping)  # type: ignore[call-overload, unused-ignore]
+    for item in items:
+        if isinstance(item, bool):
+            raise TypeError(f"axes_mapping entries must be ints, not bool; got {items!r}")
+        try:
+            operator.index(item)
+        except TypeError:
+            raise TypeError(
+                f"axes_mapping entries must be ints; got {type(item).__name__} {item!r}"
+            ) from None
+    return tuple(operator.index(i) for i in items)
+
+
+# -- shared pieces -----------------------------------------------------------------------
+
+
+def _fail(
+    reason: str,
+    mode: Mode,
+    shapes: tuple[Shape, ...],
+    alignment: Sequence[tuple[int | None, ...] | None] | None = None,
+    out_rank: int | None = None,
+    *,
+    axis: int | None = None,
+    operand: int | None = None,
+) -> BroadcastError:
+    return BroadcastError(
+        reason,
+        mode=mode.value,
+        shapes=shapes,
+        axis=axis,
+        operand=operand,
+        alignment=alignment,
+        out_rank=out_rank,
+        labels=labels_for(mode, len(shapes)),
+    )
+
+
+def _joined(shapes: Sequence[Shape]) -> str:
+    texts = [str(s) for s in shapes]
+    return texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " and " + texts[-1]
+
+
+def _right_aligned(shape: Shape, out_rank: int) -> tuple[int, ...] | None:
+    if shape.rank is None:
+        return None
+    return tuple(range(out_rank - shape.rank, out_rank))
+
+
+def _merge_right_aligned(mode: Mode, shapes: tuple[Shape, ...]) -> Plan:
+    """Multidirectional broadcasting of any number of operands (NumPy's rule)."""
+    ranked = [s for s in shapes if s.ranked]
+    out_rank = max((len(s.dims) for s in ranked), default=0)
+    alignment = tuple(_right_aligned(s, out_rank) for s in shapes)
+    out: list[Dim] = []
+    for axis in range(out_rank):
+        merged: Dim | None = None
+        for index, shape in enumerate(shapes):
+            offset = axis - (out_rank - len(shape.dims))
+            if not shape.ranked or offset < 0:
+                continue
+            dim = shape.dims[offset]
+            step = dim if merged is None else merge_dims(merged, dim)
+            if step is None:
+                present = [
+                    s.dims[axis - (out_rank - len(s.dims))]
+                    for s in shapes
+                    if s.ranked and axis - (out_rank - len(s.dims)) >= 0
+                ]
+                shown = [str(d) for d in present if not d.definitely_one()]
+                values = " vs ".join(dict.fromkeys(shown))
+                raise _fail(
+                    f"cannot broadcast {_joined(shapes)} at axis {axis}: {values}",
+                    mode,
+                    shapes,
+                    alignment,
+                    out_rank,
+                    axis=axis,
+                    operand=index,
+                )
+            merged = step
+        out.append(merged if merged is not None else Dim(1))
+    if len(ranked) < len(shapes):
+        return Plan(mode, shapes, _DYNAMIC, alignment)
+    return Plan(mode, shapes, Shape._of_dims(tuple(out)), alignment)
+
+
+def _merge_one_way(
+    mode: Mode,
+    shapes: tuple[Shape, ...],
+    target: Shape,
+    pairs: Sequence[tuple[int, int]],
+    source: Shape,
+    alignment: tuple[tuple[int | None, ...] | None, ...],
+    why: str,
+    operand: int = 1,
+) -> tuple[Dim, ...]:
+    """Fit ``source`` axis ``i`` onto ``target`` axis ``j`` for each pair ``(i, j)``."""
+    dims = list(target.dims)
+    for i, j in pairs:
+        merged = merge_into(dims[j], source.dims[i])
+        if merged is None:
+            raise _fail(
+                f"cannot broadcast {_joined(shapes)} at axis {j}: "
+                f"{source.dims[i]} vs {target.dims[j]} ({why})",
+                mode,
+                shapes,
+                alignment,
+                len(dims),
+                axis=j,
+                operand=operand,
+            )
+        dims[j] = merged
+    return tuple(dims)
+
+
+# -- one function per mode ---------------------------------------------------------------
+
+
+def _rule_numpy(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None) -> Plan:
+    return _merge_right_aligned(Mode.NUMPY, shapes)
+
+
+def _rule_bidirectional(
+    shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None
+) -> Plan:
+    return _merge_right_aligned(Mode.BIDIRECTIONAL, shapes)
+
+
+def _rule_none(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None) -> Plan:
+    mode = Mode.NONE
+    ranked = [s for s in shapes if s.ranked]
+    out_rank = max((len(s.dims) for s in ranked), default=0)
+    alignment = tuple(tuple(range(s.rank)) if s.rank is not None else None for s in shapes)
+    if not ranked:
+        return Plan(mode, shapes, _DYNAMIC, alignment)
+    ranks = {len(s.dims) for s in ranked}
+    if len(ranks) > 1:
+        raise _fail(
+            f"shapes must be identical; {_joined(shapes)} differ in rank",
+            mode,
+            shapes,
+            alignment,
+            out_rank,
+        )
+    out = list(ranked[0].dims)
+    for index, shape in enumerate(shapes):
+        if not shape.ranked:
+            continue
+        for i, dim in enumerate(shape.dims):
+            merged = intersect_dims(out[i], dim)
+            if merged is None:
+                raise _fail(
+                    f"shapes must be identical; {_joined(shapes)} differ at axis {i}: "
+                    f"{out[i]} vs {dim}",
+                    mode,
+                    shapes,
+                    alignment,
+                    out_rank,
+                    axis=i,
+                    operand=index,
+                )
+            out[i] = merged
+    return Plan(mode, shapes, Shape._of_dims(tuple(out)), alignment)
+
+
+def _rule_unidirectional(
+    shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None
+) -> Plan:
+    mode = Mode.UNIDIRECTIONAL
+    a, b = shapes
+    if a.rank is None:
+        return Plan(mode, shapes, _DYNAMIC, (None, _right_aligned(b, b.rank or 0)))
+    alignment = (tuple(range(a.rank)), _right_aligned(b, a.rank))
+    if b.rank is None:
+        return Plan(mode, shapes, a, alignment)
+    if b.rank > a.rank:
+        raise _fail(
+            f"B {b} has rank {b.rank}, more than A {a} (rank {a.rank}); B must broadcast to A",
+            mode,
+            shapes,
+            (tuple(range(b.rank - a.rank, b.rank)), tuple(range(b.rank))),
+            b.rank,
+            operand=1,
+        )
+    offset = a.rank - b.rank
+    pairs = [(i, offset + i) for i in range(b.rank)]
+    dims = _merge_one_way(mode, shapes, a, pairs, b, alignment, "B must equal A or be 1")
+    return Plan(mode, shapes, Shape._of_dims(dims), alignment)
+
+
+def _rule_pdpd(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None) -> Plan:
+    mode = Mode.PDPD
+    a, b = shapes
+    if axis < -1:
+        raise _fail(f"axis must be -1 or a non-negative integer; got {axis}", mode, shapes)
+    if a.rank is None:
+        return Plan(mode, shapes, _DYNAMIC, (None, None), axis=None)
+    if b.rank is None:
+        if axis > a.rank:
+            raise _fail(f"axis {axis} is beyond the rank of A {a} (at most {a.rank})", mode, shapes)
+        return Plan(mode, shapes, a, (tuple(range(a.rank)), None), axis=None)
+    ra, rb = a.rank, b.rank
+    if rb > ra:
+        raise _fail(
+            f"B {b} has rank {rb}, more than A {a} (rank {ra}); PDPD needs rank(B) <= rank(A)",
+            mode,
+            shapes,
+            operand=1,
+        )
+    start = ra - rb if axis == -1 else axis
+    # B's trailing ones are ignored (OpenVINO broadcast rules, PDPD rule 5): dims of B past
+    # the end of A are allowed when they may be 1, and are dropped from the alignment.
+    fit = ra - start
+    if fit < 0:
+        raise _fail(
+            f"axis {axis} is beyond the rank of A {a} (at most {ra})", mode, shapes, operand=1
+        )
+    dropped = b.dims[fit:]
+    alignment = (
+        tuple(range(ra)),
+        tuple(start + i if i < fit else None for i in range(rb)),
+    )
+    if any(not d.maybe_one() for d in dropped):
+        raise _fail(
+            f"B {b} starting at axis {start} does not fit in A {a}: "
+            f"B's dims past A's last axis must be trailing ones",
+            mode,
+            shapes,
+            alignment,
+            ra,
+            operand=1,
+        )
+    pairs = [(i, start + i) for i in range(min(rb, fit))]
+    dims = _merge_one_way(mode, shapes, a, pairs, b, alignment, "B must equal A or be 1")
+    return Plan(mode, shapes, Shape._of_dims(dims), alignment, axis=start)
+
+
+def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None) -> Plan:
+    mode = Mode.EXPLICIT
+    data, target = shapes
+    if mapping is None:
+        raise _fail(
+            "mode 'explicit' needs axes_mapping (one target axis per data axis)", mode, shapes
+        )
+    listed = list(mapping)
+    if data.rank is not None and len(mapping) != data.rank:
+        raise _fail(
+            f"axes_mapping must have one entry per data axis ({data.rank} for data {data}); "
+            f"got {listed}",
+            mode,
+            shapes,
+        )
+    for value in mapping:
+        if value < 0:
+            raise _fail(
+                f"axes_mapping entries must be non-negative target axes; got {listed}",
+                mode,
+                shapes,
+            )
+    for first, second in itertools.pairwise(mapping):
+        if second <= first:
+            raise _fail(f"axes_mapping must be strictly increasing; got {listed}", mode, shapes)
+    if target.rank is not None and mapping and mapping[-1] >= target.rank:
+        raise _fail(
+            f"axes_mapping entries must be below the target rank {target.rank}; got {listed}",
+            mode,
+            shapes,
+        )
+    data_axes = tuple(mapping) if data.rank is not None else None
+    if target.rank is None:
+        return Plan(mode, shapes, _DYNAMIC, (data_axes, None), axes_mapping=mapping)
+    alignment = (data_axes, tuple(range(target.rank)))
+    if data.rank is None:
+        return Plan(mode, shapes, target, alignment, axes_mapping=mapping)
+    pairs = list(enumerate(mapping))
+    dims = _merge_one_way(
+        mode, shapes, target, pairs, data, alignment, "data must equal the target or be 1", 0
+    )
+    return Plan(mode, shapes, Shape._of_dims(dims), alignment, axes_mapping=mapping)
+
+
+RuleFn = Callable[[tuple[Shape, ...], int, "tuple[int, ...] | None"], Plan]
+
+_RULES: Final[dict[Mode, RuleFn]] = {
+    Mode.NUMPY: _rule_numpy,
+    Mode.NONE: _rule_none,
+    Mode.PDPD: _rule_pdpd,
+    Mode.UNIDIRECTIONAL: _rule_unidirectional,
+    Mode.BIDIRECTIONAL: _rule_bidirectional,
+    Mode.EXPLICIT: _rule_explicit,
+}

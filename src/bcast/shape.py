@@ -1,0 +1,248 @@
+"""`Shape`: an immutable sequence of `Dim`, or a shape of unknown rank; its text form.
+
+Text form (parse and ``str`` agree, no spaces): ``[2,3,4,5]``; ``[]`` scalar; ``?`` unknown
+dim; ``1..10`` interval; ``1..`` no upper bound; ``N`` symbol; ``[...]`` unknown rank.
+`Shape.parse` also takes the form without brackets (``2,3,?``) for command lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Union, overload
+
+from bcast.dim import Dim, DimLike, as_dim
+from bcast.errors import BroadcastError
+
+__all__ = ["Shape", "ShapeLike", "as_shape"]
+
+
+@dataclass(frozen=True, slots=True, init=False, eq=False)
+class Shape:
+    """An immutable, hashable shape: a sequence of `Dim`, or unknown rank.
+
+    Parameters
+    ----------
+    dims : iterable of Dim, int, str or None
+        The dimensions; an int is a static dim, None is ``?``, a str is a symbol or a dim
+        text such as ``"2..5"``.
+
+    Raises
+    ------
+    TypeError
+        For an element that is not a dim (a float, a bool, a nested list).
+    BroadcastError
+        For a negative or oversized dim, or malformed dim text.
+
+    Examples
+    --------
+    >>> import bcast
+    >>> s = bcast.Shape.parse("[N,3,1..8]")
+    >>> s.rank, s.is_static, str(s)
+    (3, False, '[N,3,1..8]')
+    >>> bcast.Shape((2, 3)) == (2, 3)
+    True
+    >>> str(bcast.Shape([None, "N", 4])), bcast.Shape.dynamic().rank is None
+    ('[?,N,4]', True)
+    """
+
+    dims: tuple[Dim, ...]
+    ranked: bool
+
+    def __init__(self, dims: Iterable[DimLike] = (), /) -> None:
+        if isinstance(dims, (str, bytes)):
+            raise TypeError("Shape() takes a sequence of dims; use Shape.parse() for text")
+        if isinstance(dims, Shape):
+            object.__setattr__(self, "dims", dims.dims)
+            object.__setattr__(self, "ranked", dims.ranked)
+            return
+        try:
+            items = tuple(dims)
+        except TypeError:
+            raise TypeError(
+                f"a shape must be a sequence of dims; got {type(dims).__name__} {dims!r}"
+            ) from None
+        object.__setattr__(self, "dims", tuple(_element(d, i) for i, d in enumerate(items)))
+        object.__setattr__(self, "ranked", True)
+
+    @classmethod
+    def dynamic(cls) -> Shape:
+        """Return the shape of unknown rank, written ``[...]``."""
+        return _DYNAMIC
+
+    @classmethod
+    def _of_dims(cls, dims: tuple[Dim, ...]) -> Shape:
+        """Build from already-normalised dims (no validation): the rules' fast path."""
+        shape = object.__new__(cls)
+        object.__setattr__(shape, "dims", dims)
+        object.__setattr__(shape, "ranked", True)
+        return shape
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        """Parse the text form; brackets are optional, spaces are ignored.
+
+        >>> import bcast
+        >>> [str(bcast.Shape.parse(t)) for t in ["[2, 3]", "2,?,N", "[]", "[...]", "4"]]
+        ['[2,3]', '[2,?,N]', '[]', '[...]', '[4]']
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"shape text must be a str; got {type(text).__name__} {text!r}")
+        body = "".join(text.split())
+        if body.startswith("[") or body.endswith("]"):
+            if not (body.startswith("[") and body.endswith("]")):
+                raise BroadcastError(f"cannot parse shape {text!r}: unbalanced brackets")
+            body = body[1:-1]
+        if body == "...":
+            return _DYNAMIC
+        if body == "":
+            return _SCALAR
+        parts = body.split(",")
+        if any(p == "" for p in parts):
+            raise BroadcastError(f"cannot parse shape {text!r}: empty dimension")
+        try:
+            return cls._of_dims(tuple(Dim.parse(p) for p in parts))
+        except BroadcastError as err:
+            raise BroadcastError(f"cannot parse shape {text!r}: {err.reason}") from None
+
+    # -- questions ---------------------------------------------------------------------
+
+    @property
+    def rank(self) -> int | None:
+        """Number of dims, or None for unknown rank."""
+        return len(self.dims) if self.ranked else None
+
+    @property
+    def is_static(self) -> bool:
+        """True when the rank and every dim are known values."""
+        return self.ranked and all(d.lo == d.hi for d in self.dims)
+
+    def to_tuple(self) -> tuple[int, ...]:
+        """Return the dims of a static shape as ints; ValueError for a partial shape.
+
+        >>> import bcast
+        >>> bcast.Shape.parse("[2,3]").to_tuple()
+        (2, 3)
+        """
+        if not self.is_static:
+            raise ValueError(f"shape {self} is not static")
+        return tuple(d.lo for d in self.dims)
+
+    def size(self) -> int | None:
+        """Return the number of elements of a static shape, or None when unknown.
+
+        >>> import bcast
+        >>> bcast.Shape((2, 3, 4)).size(), bcast.Shape(("N", 2)).size()
+        (24, None)
+        """
+        if not self.is_static:
+            return None
+        total = 1
+        for d in self.dims:
+            total *= d.lo
+        return total
+
+    # -- sequence protocol -------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Dim]:
+        self._require_rank()
+        return iter(self.dims)
+
+    def __len__(self) -> int:
+        self._require_rank()
+        return len(self.dims)
+
+    @overload
+    def __getitem__(self, index: int) -> Dim: ...
+    @overload
+    def __getitem__(self, index: slice) -> Shape: ...
+    def __getitem__(self, index: int | slice) -> Dim | Shape:
+        self._require_rank()
+        if isinstance(index, slice):
+            return Shape._of_dims(self.dims[index])
+        return self.dims[index]
+
+    def _require_rank(self) -> None:
+        if not self.ranked:
+            raise TypeError("a shape of unknown rank [...] has no dims")
+
+    # -- text and comparison -----------------------------------------------------------
+
+    def __str__(self) -> str:
+        if not self.ranked:
+            return "[...]"
+        return "[" + ",".join(str(d) for d in self.dims) + "]"
+
+    def __repr__(self) -> str:
+        return f"Shape({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Shape):
+            return self.ranked == other.ranked and self.dims == other.dims
+        if isinstance(other, tuple):
+            return (
+                self.ranked
+                and len(other) == len(self.dims)
+                and all(d == o for d, o in zip(self.dims, other, strict=True))
+            )
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if not self.ranked:
+            return hash("[...]")
+        return hash(self.dims)  # a static shape hashes as the tuple of its ints
+
+
+ShapeLike = Union[Shape, str, Sequence[DimLike]]
+"""What public functions accept as a shape: a `Shape`, its text form, or a sequence of dims."""
+
+_DYNAMIC = object.__new__(Shape)
+object.__setattr__(_DYNAMIC, "dims", ())
+object.__setattr__(_DYNAMIC, "ranked", False)
+_SCALAR = Shape._of_dims(())
+
+
+def _element(value: object, index: int) -> Dim:
+    if isinstance(value, bool):
+        raise TypeError(f"dimension {index} must be an int, not bool; got {value!r}")
+    if isinstance(value, (list, tuple, set, dict, float)) or value is Ellipsis:
+        raise TypeError(
+            f"dimension {index} must be an int, None, a str or a Dim; "
+            f"got {type(value).__name__} {value!r}"
+        )
+    return as_dim(value)  # type: ignore[arg-type]
+
+
+def as_shape(value: ShapeLike) -> Shape:
+    """Normalise a shape-like argument: a `Shape`, its text form, or a sequence of dims.
+
+    A NumPy integer array of rank 1 is accepted as a sequence. A bare int is not a shape
+    (NumPy reads it as ``(n,)``; bcast asks you to say so).
+
+    >>> import bcast
+    >>> str(as_shape("2,3")), str(as_shape((2, None))), str(as_shape([]))
+    ('[2,3]', '[2,?]', '[]')
+    >>> as_shape(3)
+    Traceback (most recent call last):
+    ...
+    TypeError: a shape must be a Shape, its text form or a sequence of dims; got int 3 ...
+    """
+    if isinstance(value, Shape):
+        return value
+    if isinstance(value, str):
+        return Shape.parse(value)
+    if isinstance(value, tuple):
+        if all(type(d) is int and 0 <= d <= 1024 for d in value):
+            return Shape._of_dims(tuple(as_dim(d) for d in value))
+        return Shape(value)
+    if isinstance(value, (bytes, int, float, dict, set)) or value is None:
+        hint = f" (write ({value},) for a rank-1 shape)" if isinstance(value, int) else ""
+        raise TypeError(
+            "a shape must be a Shape, its text form or a sequence of dims; "
+            f"got {type(value).__name__} {value!r}{hint}"
+        )
+    if hasattr(value, "ndim") and hasattr(value, "tolist"):
+        if value.ndim != 1:
+            raise TypeError(f"an array used as a shape must be 1-D; got ndim {value.ndim}")
+        return Shape(value.tolist())
+    return Shape(value)
