@@ -43,11 +43,11 @@ class Plan:
     Examples
     --------
     >>> import bcast
-    >>> p = bcast.plan("[2,3,4,5]", "[3,1]", mode="pdpd", axis=1)
+    >>> p = bcast.plan("[2,3,4]", "[3,4,1]", mode="pdpd", axis=1)
     >>> str(p.output), p.alignment[1], p.aligned_shape(1)
-    ('[2,3,4,5]', (1, None), (1, 3, 1, 1))
+    ('[2,3,4]', (1, 2, None), (1, 3, 4))
     >>> p.stretched_axes(1)
-    (0, 2, 3)
+    (0,)
     """
 
     mode: Mode
