@@ -138,6 +138,12 @@ def broadcast_shapes(
       #1     4
              ^ axis 1
     """
+    try:
+        found = _CACHE[(shapes, mode, axis, axes_mapping)]
+    except (KeyError, TypeError):
+        found = None
+    if found is not None and _exact_ints(shapes):
+        return found.output
     return plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping).output
 
 
@@ -246,14 +252,14 @@ def _merge_right_aligned(mode: Mode, shapes: tuple[Shape, ...]) -> Plan:
     ranked = [s for s in shapes if s.ranked]
     out_rank = max((len(s.dims) for s in ranked), default=0)
     alignment = tuple(_right_aligned(s, out_rank) for s in shapes)
-    out: list[Dim] = []
-    for axis in range(out_rank):
-        merged: Dim | None = None
-        for index, shape in enumerate(shapes):
-            offset = axis - (out_rank - len(shape.dims))
-            if not shape.ranked or offset < 0:
-                continue
-            dim = shape.dims[offset]
+    out: list[Dim | None] = [None] * out_rank
+    for index, shape in enumerate(shapes):
+        if not shape.ranked:
+            continue
+        start = out_rank - len(shape.dims)
+        for offset, dim in enumerate(shape.dims):
+            axis = start + offset
+            merged = out[axis]
             step = dim if merged is None else merge_dims(merged, dim)
             if step is None:
                 present = [
@@ -272,11 +278,10 @@ def _merge_right_aligned(mode: Mode, shapes: tuple[Shape, ...]) -> Plan:
                     axis=axis,
                     operand=index,
                 )
-            merged = step
-        out.append(merged if merged is not None else Dim(1))
+            out[axis] = step
     if len(ranked) < len(shapes):
         return Plan(mode, shapes, _DYNAMIC, alignment)
-    return Plan(mode, shapes, Shape._of_dims(tuple(out)), alignment)
+    return Plan(mode, shapes, Shape._of_dims(tuple(d for d in out if d is not None)), alignment)
 
 
 def _merge_one_way(

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Union, overload
 
+from bcast.dim import _SMALL as _SMALL_DIMS
 from bcast.dim import Dim, DimLike, as_dim
 from bcast.errors import BroadcastError
 
@@ -213,6 +214,20 @@ def _element(value: object, index: int) -> Dim:
     return as_dim(value)  # type: ignore[arg-type]
 
 
+def _small_static(value: Sequence[object]) -> Shape | None:
+    """Build a shape of small plain ints from the shared dims, or None (take the full path).
+
+    This is the hot path of cold `broadcast_shapes` calls; `type(d) is int` keeps bools out.
+    """
+    small = _SMALL_DIMS
+    dims = []
+    for d in value:
+        if type(d) is not int or not 0 <= d < len(small):
+            return None
+        dims.append(small[d])
+    return Shape._of_dims(tuple(dims))
+
+
 def as_shape(value: ShapeLike) -> Shape:
     """Normalise a shape-like argument: a `Shape`, its text form, or a sequence of dims.
 
@@ -231,10 +246,9 @@ def as_shape(value: ShapeLike) -> Shape:
         return value
     if isinstance(value, str):
         return Shape.parse(value)
-    if isinstance(value, tuple):
-        if all(type(d) is int and 0 <= d <= 1024 for d in value):
-            return Shape._of_dims(tuple(as_dim(d) for d in value))
-        return Shape(value)
+    if isinstance(value, (tuple, list)):
+        fast = _small_static(value)
+        return Shape(value) if fast is None else fast
     if isinstance(value, (bytes, int, float, dict, set)) or value is None:
         hint = f" (write ({value},) for a rank-1 shape)" if isinstance(value, int) else ""
         raise TypeError(
