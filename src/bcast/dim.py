@@ -24,7 +24,7 @@ __all__ = ["Dim", "DimLike", "MAX_DIM", "as_dim", "intersect_dims", "merge_dims"
 MAX_DIM: Final = 2**63 - 1
 
 _SYMBOL = re.compile(r"[A-Za-z_][^\s,\[\]?]*")
-_INTERVAL = re.compile(r"(\d*)\.\.(\d*)")
+_INTERVAL = re.compile(r"([0-9]*)\.\.([0-9]*)")
 
 
 class _Same:
@@ -167,7 +167,7 @@ class Dim:
         if not isinstance(text, str):
             raise TypeError(f"dim text must be a str; got {type(text).__name__} {text!r}")
         token = text.strip()
-        if token.isdigit():
+        if token.isascii() and token.isdigit():  # not "²" (int() fails) or "٣"
             return cls.static(int(token))
         if token == "?":
             return _UNKNOWN

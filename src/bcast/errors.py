@@ -43,6 +43,11 @@ class BroadcastError(ValueError):
         Rank of the aligned picture.
     labels : sequence of str, optional
         Names of the operands by role (``"A"``, ``"B"``, ``"data"``, ...).
+    kind : {"shapes", "parameter", "input"}, optional
+        What is wrong: ``"shapes"`` the operands cannot broadcast; ``"parameter"`` a
+        broadcasting parameter (mode, operand count, axis, axes_mapping) is invalid;
+        ``"input"`` a shape or dim itself is malformed (negative, oversized, bad text).
+        The default is ``"shapes"`` when a mode is given, else ``"input"``.
 
     Examples
     --------
@@ -65,8 +70,10 @@ class BroadcastError(ValueError):
         alignment: Sequence[tuple[int | None, ...] | None] | None = None,
         out_rank: int | None = None,
         labels: Sequence[str] | None = None,
+        kind: str | None = None,
     ) -> None:
         self.reason = reason
+        self.kind = kind if kind is not None else ("shapes" if mode else "input")
         self.mode = mode
         self.shapes = tuple(shapes)
         self.axis = axis

@@ -54,7 +54,8 @@ class Mode(str, Enum):
             names = ", ".join(m.value for m in cls)
             raise BroadcastError(
                 f"unknown mode {value!r}; expected one of {names} "
-                f"(or the alias {', '.join(ALIASES)})"
+                f"(or the alias {', '.join(ALIASES)})",
+                kind="parameter",
             )
         return found
 

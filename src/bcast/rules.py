@@ -49,14 +49,30 @@ def plan(
         found = _CACHE[key]
     except (KeyError, TypeError):  # TypeError: unhashable (lists): take the slow path
         found = None
-    if found is not None and _exact_ints(shapes):
+    if found is not None and _cacheable(shapes, axis, axes_mapping):
         return found
     result = _plan(shapes, mode, axis, axes_mapping)
-    if _exact_ints(shapes) and (axes_mapping is None or type(axes_mapping) is tuple):
+    if _cacheable(shapes, axis, axes_mapping):
         if len(_CACHE) >= _CACHE_SIZE:
             del _CACHE[next(iter(_CACHE))]
         _CACHE[key] = result
     return result
+
+
+def _cacheable(shapes: tuple[object, ...], axis: object, axes_mapping: object) -> bool:
+    """Return True when a call may be answered from, or stored in, the cache.
+
+    As for the shapes (`_exact_ints`), ``axis=True`` or ``axis=1.0`` hash and compare equal to
+    ``axis=1`` and so do ``(True,)`` and ``(1,)`` as ``axes_mapping``: they must raise
+    TypeError, not return a cached plan.
+    """
+    if type(axis) is not int:
+        return False
+    if axes_mapping is not None and (
+        type(axes_mapping) is not tuple or any(type(i) is not int for i in axes_mapping)
+    ):
+        return False
+    return _exact_ints(shapes)
 
 
 def _exact_ints(shapes: tuple[object, ...]) -> bool:
@@ -142,7 +158,7 @@ def broadcast_shapes(
         found = _CACHE[(shapes, mode, axis, axes_mapping)]
     except (KeyError, TypeError):
         found = None
-    if found is not None and _exact_ints(shapes):
+    if found is not None and _cacheable(shapes, axis, axes_mapping):
         return found.output
     return plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping).output
 
@@ -163,7 +179,10 @@ def _plan(
         raise TypeError(f"axis must be an int; got {type(axis).__name__} {axis!r}")
     if mode is not Mode.PDPD and axis != -1:
         raise BroadcastError(
-            f"axis is only used by mode 'pdpd'; got axis={axis}", mode=mode.value, shapes=shapes
+            f"axis is only used by mode 'pdpd'; got axis={axis}",
+            mode=mode.value,
+            shapes=shapes,
+            kind="parameter",
         )
     mapping = _check_mapping_type(axes_mapping)
     if mode is not Mode.EXPLICIT and mapping is not None:
@@ -171,6 +190,7 @@ def _plan(
             f"axes_mapping is only used by mode 'explicit'; got axes_mapping={list(mapping)}",
             mode=mode.value,
             shapes=shapes,
+            kind="parameter",
         )
     return _RULES[mode](shapes, int(axis), mapping)
 
@@ -180,13 +200,16 @@ def _check_count(mode: Mode, count: int) -> None:
         return
     if mode is Mode.NONE:
         if count < 1:
-            raise BroadcastError("mode 'none' needs at least one operand; got 0", mode="none")
+            raise BroadcastError(
+                "mode 'none' needs at least one operand; got 0", mode="none", kind="parameter"
+            )
         return
     if count != 2:
         roles = " and ".join(labels_for(mode, 2))
         raise BroadcastError(
             f"mode {mode.value!r} takes exactly 2 operands ({roles}); got {count}",
             mode=mode.value,
+            kind="parameter",
         )
 
 
@@ -223,9 +246,11 @@ def _fail(
     *,
     axis: int | None = None,
     operand: int | None = None,
+    kind: str = "shapes",
 ) -> BroadcastError:
     return BroadcastError(
         reason,
+        kind=kind,
         mode=mode.value,
         shapes=shapes,
         axis=axis,
@@ -392,12 +417,19 @@ def _rule_pdpd(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | 
     mode = Mode.PDPD
     a, b = shapes
     if axis < -1:
-        raise _fail(f"axis must be -1 or a non-negative integer; got {axis}", mode, shapes)
+        raise _fail(
+            f"axis must be -1 or a non-negative integer; got {axis}", mode, shapes, kind="parameter"
+        )
     if a.rank is None:
         return Plan(mode, shapes, _DYNAMIC, (None, None), axis=None)
     if b.rank is None:
         if axis > a.rank:
-            raise _fail(f"axis {axis} is beyond the rank of A {a} (at most {a.rank})", mode, shapes)
+            raise _fail(
+                f"axis {axis} is beyond the rank of A {a} (at most {a.rank})",
+                mode,
+                shapes,
+                kind="parameter",
+            )
         return Plan(mode, shapes, a, (tuple(range(a.rank)), None), axis=None)
     ra, rb = a.rank, b.rank
     if rb > ra:
@@ -413,7 +445,10 @@ def _rule_pdpd(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | 
     fit = ra - start
     if fit < 0:
         raise _fail(
-            f"axis {axis} is beyond the rank of A {a} (at most {ra})", mode, shapes, operand=1
+            f"axis {axis} is beyond the rank of A {a} (at most {ra})",
+            mode,
+            shapes,
+            kind="parameter",
         )
     dropped = b.dims[fit:]
     alignment = (
@@ -440,7 +475,10 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
     data, target = shapes
     if mapping is None:
         raise _fail(
-            "mode 'explicit' needs axes_mapping (one target axis per data axis)", mode, shapes
+            "mode 'explicit' needs axes_mapping (one target axis per data axis)",
+            mode,
+            shapes,
+            kind="parameter",
         )
     listed = list(mapping)
     if data.rank is not None and len(mapping) != data.rank:
@@ -449,6 +487,7 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
             f"got {listed}",
             mode,
             shapes,
+            kind="parameter",
         )
     for value in mapping:
         if value < 0:
@@ -456,15 +495,22 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
                 f"axes_mapping entries must be non-negative target axes; got {listed}",
                 mode,
                 shapes,
+                kind="parameter",
             )
     for first, second in itertools.pairwise(mapping):
         if second <= first:
-            raise _fail(f"axes_mapping must be strictly increasing; got {listed}", mode, shapes)
+            raise _fail(
+                f"axes_mapping must be strictly increasing; got {listed}",
+                mode,
+                shapes,
+                kind="parameter",
+            )
     if target.rank is not None and mapping and mapping[-1] >= target.rank:
         raise _fail(
             f"axes_mapping entries must be below the target rank {target.rank}; got {listed}",
             mode,
             shapes,
+            kind="parameter",
         )
     data_axes = tuple(mapping) if data.rank is not None else None
     if target.rank is None:

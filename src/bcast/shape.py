@@ -89,17 +89,19 @@ class Shape:
         """
         if not isinstance(text, str):
             raise TypeError(f"shape text must be a str; got {type(text).__name__} {text!r}")
-        body = "".join(text.split())
+        # Spaces around brackets and commas are ignored; inside a dim they are an error
+        # ("[2 3]" is not [23]): Dim.parse strips each item and rejects inner white space.
+        body = text.strip()
         if body.startswith("[") or body.endswith("]"):
             if not (body.startswith("[") and body.endswith("]")):
                 raise BroadcastError(f"cannot parse shape {text!r}: unbalanced brackets")
-            body = body[1:-1]
+            body = body[1:-1].strip()
         if body == "...":
             return _DYNAMIC
         if body == "":
             return _SCALAR
         parts = body.split(",")
-        if any(p == "" for p in parts):
+        if any(p.strip() == "" for p in parts):
             raise BroadcastError(f"cannot parse shape {text!r}: empty dimension")
         try:
             return cls._of_dims(tuple(Dim.parse(p) for p in parts))
