@@ -175,8 +175,12 @@ def _plan(
     mode = Mode.parse(mode_arg)
     _check_count(mode, len(raw))
     shapes = tuple(as_shape(s) for s in raw)
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise TypeError(f"axis must be an int; got {type(axis).__name__} {axis!r}")
+    if isinstance(axis, bool):
+        raise TypeError(f"axis must be an int, not bool; got {axis!r}")
+    try:
+        axis = operator.index(axis)  # plain ints and NumPy integers
+    except TypeError:
+        raise TypeError(f"axis must be an int; got {type(axis).__name__} {axis!r}") from None
     if mode is not Mode.PDPD and axis != -1:
         raise BroadcastError(
             f"axis is only used by mode 'pdpd'; got axis={axis}",
