@@ -136,3 +136,22 @@ def test_explicit_refines_an_unknown_target_dim_with_data_where_openvino_keeps_i
 def test_explicit_needs_axes_mapping() -> None:
     with pytest.raises(BroadcastError, match="needs axes_mapping"):
         bcast.broadcast_shapes("[3]", "[2,3]", mode="explicit")
+
+
+@pytest.mark.parametrize(
+    ("mapping", "fragment"),
+    [
+        pytest.param([1, 0], "strictly increasing", id="transposed"),
+        pytest.param([1, 1], "strictly increasing", id="duplicate"),
+        pytest.param([-1], "non-negative", id="negative"),
+        pytest.param([5], "below the target rank", id="beyond-target"),
+    ],
+)
+def test_explicit_validates_the_mapping_when_data_rank_is_unknown_unlike_openvino(
+    mapping: list[int], fragment: str
+) -> None:
+    # OpenVINO skips every axes_mapping check when rank(data) is dynamic and returns the
+    # target; the mapping is wrong whatever the data's rank.
+    with pytest.raises(BroadcastError, match=fragment) as excinfo:
+        _explicit("[...]", "[2,3]", mapping)
+    assert excinfo.value.kind == "parameter"

@@ -242,3 +242,37 @@ def test_pdpd_b_longer_than_target_is_an_error_where_openvino_broadcast_drops_di
     # O197 / O208: OpenVINO Broadcast pdpd silently ignores data dims past the target.
     with pytest.raises(BroadcastError, match="more than A"):
         _pdpd("[2,3]", "[2,3,4]", 0)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        pytest.param("[0..1]", "[3]", id="a-zero-or-one-b-three"),
+        pytest.param("[1..2]", "[0]", id="a-one-or-two-b-zero"),
+    ],
+)
+def test_pdpd_rejects_intervals_where_no_instance_fits_though_openvino_merges_them(
+    a: str, b: str
+) -> None:
+    # OpenVINO's two-way Dimension::broadcast_merge answers [3] and [0]; one-way B -> A has
+    # no valid instance (B must equal A or be 1).
+    with pytest.raises(BroadcastError) as excinfo:
+        _pdpd(a, b, 0)
+    assert excinfo.value.axis == 0
+    assert excinfo.value.kind == "shapes"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "axis"),
+    [
+        pytest.param("[...]", "[3]", -2, id="unknown-rank-a"),
+        pytest.param("[2,3]", "[...]", -2, id="unknown-rank-b-negative"),
+        pytest.param("[2,3]", "[...]", 3, id="unknown-rank-b-beyond-rank"),
+    ],
+)
+def test_pdpd_rejects_an_invalid_axis_even_with_unknown_rank_where_openvino_returns_dynamic(
+    a: str, b: str, axis: int
+) -> None:
+    with pytest.raises(BroadcastError, match="axis") as excinfo:
+        _pdpd(a, b, axis)
+    assert excinfo.value.kind == "parameter"
