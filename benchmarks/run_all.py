@@ -1,0 +1,121 @@
+"""Run every benchmark and render the report: the one command of ``benchmarks/README.md``.
+
+Usage::
+
+    python benchmarks/run_all.py [--quick] [--cases add_large,where,...] [--out-dir docs]
+
+Runs ``bench_ops.py`` (operators) and ``bench_shapes.py`` (``broadcast_shapes`` against NumPy,
+ONNX and OpenVINO shape inference), each in its own process, then writes
+``<out-dir>/benchmarks.md`` (Markdown tables), ``<out-dir>/benchmarks.png`` (chart) and
+``<out-dir>/benchmarks.json`` (both result sets, for machines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import render  # noqa: E402
+
+
+def _run(cmd: list[str]) -> int:
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    return subprocess.run(cmd, cwd=ROOT, check=False).returncode
+
+
+def run_ops(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
+    path = tmp / "ops.json"
+    cmd = [sys.executable, str(HERE / "bench_ops.py"), "--json", str(path)]
+    if args.quick:
+        cmd.append("--quick")
+    if args.cases:
+        cmd += ["--cases", args.cases]
+    rc = _run(cmd)
+    if rc != 0 or not path.exists():
+        print(f"bench_ops.py failed (exit {rc})", file=sys.stderr)
+        return None
+    return dict(json.loads(path.read_text()))
+
+
+def run_shapes(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
+    """Run ``bench_shapes.py`` through its own command line and read its JSON output."""
+    script = HERE / "bench_shapes.py"
+    if not script.exists():
+        print("bench_shapes.py not found: shape inference is left out", file=sys.stderr)
+        return None
+    usage = subprocess.run(
+        [sys.executable, str(script), "--help"], cwd=ROOT, capture_output=True, text=True
+    ).stdout
+    path = tmp / "shapes.json"
+    cmd = [sys.executable, str(script)]
+    if "--json" in usage:
+        cmd += ["--json", str(path)]
+    if args.quick and "--quick" in usage:
+        cmd.append("--quick")
+    if "--json" in usage:
+        rc = _run(cmd)
+    else:  # no --json option: the script prints its JSON on stdout
+        print("+", " ".join(cmd), file=sys.stderr, flush=True)
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+        sys.stderr.write(proc.stderr)
+        rc = proc.returncode
+        if rc == 0:
+            path.write_text(proc.stdout)
+    if rc != 0 or not path.exists():
+        print(f"bench_shapes.py failed (exit {rc})", file=sys.stderr)
+        return None
+    try:
+        return dict(json.loads(path.read_text()))
+    except (ValueError, TypeError) as exc:
+        print(f"bench_shapes.py output is not a JSON object: {exc}", file=sys.stderr)
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer, shorter samples")
+    ap.add_argument("--cases", help="operator cases to run (default: all)")
+    ap.add_argument("--out-dir", type=Path, default=ROOT / "docs")
+    ap.add_argument("--skip-ops", action="store_true")
+    ap.add_argument("--skip-shapes", action="store_true")
+    args = ap.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="bcast-bench-") as tmpdir:
+        tmp = Path(tmpdir)
+        ops = None if args.skip_ops else run_ops(args, tmp)
+        shapes = None if args.skip_shapes else run_shapes(args, tmp)
+
+    out: Path = args.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    combined = {
+        "schema": render.COMBINED_SCHEMA,
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "ops": ops,
+        "shapes": shapes,
+    }
+    (out / "benchmarks.json").write_text(json.dumps(combined, indent=1) + "\n")
+    render.render(
+        ops=ops,
+        shapes=shapes,
+        markdown=out / "benchmarks.md",
+        png=out / "benchmarks.png" if ops else None,
+    )
+    print(f"wrote {out / 'benchmarks.md'}, benchmarks.png, benchmarks.json", file=sys.stderr)
+    failed = (ops is None and not args.skip_ops) or (
+        shapes is None and not args.skip_shapes and (HERE / "bench_shapes.py").exists()
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
