@@ -11,6 +11,7 @@ shapes, with errors that explain themselves.
 
 from __future__ import annotations
 
+from bcast.arrays import broadcast_arrays, broadcast_to
 from bcast.dim import Dim
 from bcast.errors import BroadcastError
 from bcast.modes import Mode
@@ -29,6 +30,18 @@ __all__ = [
     "Plan",
     "broadcast_shapes",
     "plan",
+    # arrays (views); the operators are the subpackage bcast.ops
+    "broadcast_to",
+    "broadcast_arrays",
     # errors
     "BroadcastError",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # `bcast.ops` loads NumPy; import it on first use so that `import bcast` stays light.
+    if name == "ops":
+        import importlib
+
+        return importlib.import_module("bcast.ops")
+    raise AttributeError(f"module 'bcast' has no attribute {name!r}")

@@ -1,0 +1,221 @@
+"""The dtype rules of every operator, in one table, written as the ONNX schemas write them.
+
+Each operator has a `Signature`: the type parameter of each input (``T``, ``T1``, ``B``),
+the parameter of the output, and the dtypes each parameter allows. The allowed sets are
+those of the ONNX operator schemas (onnx 1.23: Add-14, Pow-15, Equal-19, Where-16, ...)
+restricted to the dtypes an array library can hold; ``tests/unit/test_ops.py`` checks them
+against ``onnx.defs.get_schema(op).type_constraints``. OpenVINO's Broadcast, which has no
+ONNX schema, takes every dtype.
+
+Dtypes are named by strings (``"float32"``, ``"bool"``, ``"string"``), the same for every
+array library, so that one check serves NumPy and every array-API namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = ["ITEMSIZE", "SIGNATURES", "Signature", "bind", "dtype_name", "fixed_output"]
+
+FLOAT: Final = frozenset({"float16", "bfloat16", "float32", "float64"})
+SIGNED: Final = frozenset({"int8", "int16", "int32", "int64"})
+UNSIGNED: Final = frozenset({"uint8", "uint16", "uint32", "uint64"})
+NUMERIC: Final = FLOAT | SIGNED | UNSIGNED
+COMPLEX: Final = frozenset({"complex64", "complex128"})
+BOOL: Final = frozenset({"bool"})
+STRING: Final = frozenset({"string"})
+EVERY: Final = NUMERIC | COMPLEX | BOOL | STRING
+# Gemm-13 and PRelu-16: floats and the 32/64-bit integers.
+FLOAT_AND_WIDE_INTS: Final = FLOAT | frozenset({"int32", "int64", "uint32", "uint64"})
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """Type constraints of one operator.
+
+    Attributes
+    ----------
+    onnx : str or None
+        The ONNX operator name (None for OpenVINO's Broadcast, which has no ONNX schema).
+    inputs : tuple of str
+        The type parameter of each input; a variadic operator has one, repeated.
+    output : str
+        The type parameter of the output.
+    allowed : mapping of str to frozenset of str
+        The dtypes each type parameter allows.
+    variadic : bool
+        True when every input takes ``inputs[0]`` (Max, Min, Mean, Sum).
+    """
+
+    onnx: str | None
+    inputs: tuple[str, ...]
+    output: str
+    allowed: Mapping[str, frozenset[str]]
+    variadic: bool = False
+
+
+def _same(onnx: str, allowed: frozenset[str], arity: int = 2) -> Signature:
+    return Signature(onnx, ("T",) * arity, "T", {"T": allowed})
+
+
+def _predicate(onnx: str, allowed: frozenset[str]) -> Signature:
+    return Signature(onnx, ("T", "T"), "T1", {"T": allowed, "T1": BOOL})
+
+
+def _variadic(onnx: str, allowed: frozenset[str]) -> Signature:
+    return Signature(onnx, ("T",), "T", {"T": allowed}, variadic=True)
+
+
+SIGNATURES: Final[Mapping[str, Signature]] = {
+    "add": _same("Add", NUMERIC),
+    "sub": _same("Sub", NUMERIC),
+    "mul": _same("Mul", NUMERIC),
+    "div": _same("Div", NUMERIC),
+    "pow": Signature("Pow", ("T", "T1"), "T", {"T": FLOAT | {"int32", "int64"}, "T1": NUMERIC}),
+    "equal": _predicate("Equal", NUMERIC | BOOL | STRING),
+    "greater": _predicate("Greater", NUMERIC),
+    "less": _predicate("Less", NUMERIC),
+    "and_": _predicate("And", BOOL),
+    "or_": _predicate("Or", BOOL),
+    "xor": _predicate("Xor", BOOL),
+    "max": _variadic("Max", NUMERIC),
+    "min": _variadic("Min", NUMERIC),
+    "mean": _variadic("Mean", FLOAT),
+    "sum": _variadic("Sum", FLOAT),
+    "where": Signature(
+        "Where", ("B", "T", "T"), "T", {"B": BOOL, "T": NUMERIC | COMPLEX | BOOL | STRING}
+    ),
+    "gemm": _same("Gemm", FLOAT_AND_WIDE_INTS, 3),
+    "prelu": _same("PRelu", FLOAT_AND_WIDE_INTS),
+    "expand": _same("Expand", EVERY, 1),
+    "broadcast": Signature(None, ("T",), "T", {"T": EVERY}),
+}
+"""Operator name (as in `bcast.ops`) → its type constraints."""
+
+_XP_NAMES: Final = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
+_XP_CACHE: dict[tuple[int, object], str] = {}
+_NP_CACHE: dict[Any, str] = {}
+
+ITEMSIZE: Final[Mapping[str, int]] = {
+    "bool": 1,
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "uint8": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "complex64": 8,
+    "complex128": 16,
+}
+"""Bytes per element of each dtype of an array-API namespace (for the memory guard)."""
+
+
+def dtype_name(dtype: Any, xp: Any = None) -> str:
+    """Name a dtype the way the table does.
+
+    For NumPy (``xp`` None) that is ``dtype.name``, with every string-holding kind (``U``,
+    ``S``, ``T``, ``O``) named ``"string"``, as ONNX maps tensor(string) to ``object``. For
+    another namespace it is the attribute of ``xp`` the dtype equals (``xp.float32`` is
+    ``"float32"``).
+
+    >>> import numpy as np
+    >>> dtype_name(np.dtype("float32")), dtype_name(np.dtype("<U3")), dtype_name(np.dtype("O"))
+    ('float32', 'string', 'string')
+    """
+    if xp is None:
+        try:
+            return _NP_CACHE[dtype]
+        except KeyError:
+            name = "string" if dtype.kind in "USTO" else str(dtype.name)
+            _NP_CACHE[dtype] = name
+            return name
+    key = (id(xp), dtype)
+    try:
+        return _XP_CACHE[key]
+    except (KeyError, TypeError):
+        pass
+    for name in _XP_NAMES:
+        candidate = getattr(xp, name, None)
+        if candidate is not None and candidate == dtype:
+            with suppress(TypeError):  # an unhashable dtype: just don't cache
+                _XP_CACHE[key] = name
+            return name
+    return str(dtype)
+
+
+def bind(op: str, labels: Sequence[str], names: Sequence[str]) -> dict[str, int]:
+    """Check input dtypes against an operator's signature; bind each type parameter.
+
+    Returns, for each type parameter some input carries, the index of the first input
+    bound to it (the output dtype is that input's, or the fixed dtype of a parameter no
+    input carries, such as ``T1 = bool`` of the comparisons).
+
+    Raises TypeError naming the operand and its dtype when a dtype is not allowed, and both
+    dtypes when two operands of one parameter differ.
+
+    >>> bind("pow", ["a", "b"], ["int32", "float32"])
+    {'T': 0, 'T1': 1}
+    >>> bind("add", ["a", "b"], ["int32", "float32"])
+    Traceback (most recent call last):
+    ...
+    TypeError: add: a and b must have the same dtype (ONNX type parameter T); got int32 and float32
+    """
+    sig = SIGNATURES[op]
+    bound: dict[str, int] = {}
+    for index, (label, name) in enumerate(zip(labels, names, strict=True)):
+        param = sig.inputs[0] if sig.variadic else sig.inputs[index]
+        allowed = sig.allowed[param]
+        if name not in allowed:
+            raise TypeError(
+                f"{op}: {label} has dtype {name}, which {_who(sig)} does not allow; "
+                f"expected one of {', '.join(sorted(allowed))}"
+            )
+        first = bound.setdefault(param, index)
+        if names[first] != name:
+            raise TypeError(
+                f"{op}: {labels[first]} and {label} must have the same dtype "
+                f"(ONNX type parameter {param}); got {names[first]} and {name}"
+            )
+    return bound
+
+
+def fixed_output(op: str) -> str | None:
+    """Return the fixed output dtype of an operator (no input carries its parameter), or None.
+
+    >>> fixed_output("equal"), fixed_output("add")
+    ('bool', None)
+    """
+    sig = SIGNATURES[op]
+    if sig.output in sig.inputs:
+        return None
+    (only,) = sig.allowed[sig.output]
+    return only
+
+
+def _who(sig: Signature) -> str:
+    return f"ONNX {sig.onnx}" if sig.onnx else "the operator"

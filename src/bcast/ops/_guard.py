@@ -1,0 +1,178 @@
+"""The memory guard: refuse, before allocating anything, a result that would not fit.
+
+A broadcast output can be astronomically larger than its inputs (two vectors of 10**6
+elements make a 10**12-element sum). Every operator asks `check` before it allocates its
+result; over the limit it raises `MemoryLimitError` with the shape, the dtype and the
+bytes, instead of letting the allocator fail (or the machine swap) later.
+
+The limit is the machine's available memory (``MemAvailable`` in ``/proc/meminfo`` on
+Linux; the physical memory from ``os.sysconf`` elsewhere; no limit where neither is known),
+or what `set_memory_limit` / `memory_limit` set.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Final
+
+__all__ = ["MemoryLimitError", "check", "get_memory_limit", "memory_limit", "set_memory_limit"]
+
+# Results this small never read /proc/meminfo (a machine that cannot hold 16 MiB has other
+# problems); a limit set explicitly is always applied.
+_ALWAYS_FITS: Final = 16 * 2**20
+_limit: int | None = None
+_explicit = False
+
+
+class MemoryLimitError(MemoryError):
+    """An operator's result would exceed the memory limit; nothing was allocated.
+
+    Attributes
+    ----------
+    op : str
+        The operator.
+    shape : tuple of int
+        The result's shape.
+    dtype : str
+        The result's dtype.
+    nbytes : int
+        The bytes the result needs.
+    limit : int
+        The limit in force.
+
+    Examples
+    --------
+    >>> import bcast.ops
+    >>> err = MemoryLimitError("add", (10**6, 10**6), "float64", 8 * 10**12, 2**30)
+    >>> print(err)
+    add: the result [1000000,1000000] float64 needs 8000000000000 bytes (7.3 TiB), more than ...
+    """
+
+    def __init__(self, op: str, shape: Sequence[int], dtype: str, nbytes: int, limit: int):
+        self.op = op
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.nbytes = nbytes
+        self.limit = limit
+        super().__init__(str(self))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.op, self.shape, self.dtype, self.nbytes, self.limit))
+
+    def __str__(self) -> str:
+        shown = "[" + ",".join(str(d) for d in self.shape) + "]"
+        return (
+            f"{self.op}: the result {shown} {self.dtype} needs {self.nbytes} bytes "
+            f"({_human(self.nbytes)}), more than the memory limit of {self.limit} bytes "
+            f"({_human(self.limit)}); see bcast.ops.set_memory_limit"
+        )
+
+
+def _human(nbytes: int) -> str:
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.1f} {unit}" if unit != "B" else f"{nbytes} B"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def available_memory() -> int | None:
+    """Bytes the machine can still give: MemAvailable on Linux, else physical memory, else None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def set_memory_limit(nbytes: int | None) -> None:
+    """Set the largest result, in bytes, an operator may allocate; None restores the default.
+
+    The default is the machine's available memory, read when a result of more than 16 MiB
+    is about to be allocated.
+
+    Parameters
+    ----------
+    nbytes : int or None
+        The limit in bytes (0 or more), or None for the default.
+
+    Raises
+    ------
+    TypeError
+        If ``nbytes`` is not an int or None.
+    ValueError
+        If ``nbytes`` is negative.
+
+    Examples
+    --------
+    >>> import bcast.ops
+    >>> import numpy as np
+    >>> bcast.ops.set_memory_limit(1000)
+    >>> bcast.ops.add(np.ones((1000, 1)), np.ones(1000))
+    Traceback (most recent call last):
+    ...
+    bcast.ops._guard.MemoryLimitError: add: the result [1000,1000] float64 needs 8000000 bytes ...
+    >>> bcast.ops.set_memory_limit(None)
+    """
+    global _limit, _explicit
+    if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int)):
+        raise TypeError(f"the memory limit must be an int or None; got {nbytes!r}")
+    if nbytes is not None and nbytes < 0:
+        raise ValueError(f"the memory limit must be 0 or more bytes; got {nbytes}")
+    _limit, _explicit = nbytes, nbytes is not None
+
+
+def get_memory_limit() -> int | None:
+    """Return the limit in force: the one set, else the available memory (None: unknown).
+
+    >>> import bcast.ops
+    >>> with bcast.ops.memory_limit(2**20):
+    ...     bcast.ops.get_memory_limit()
+    1048576
+    """
+    return _limit if _explicit else available_memory()
+
+
+@contextmanager
+def memory_limit(nbytes: int | None) -> Iterator[None]:
+    """Set the memory limit for a ``with`` block (see `set_memory_limit`), then restore it.
+
+    The limit is process-wide: do not change it from several threads at once.
+    """
+    saved = (_limit, _explicit)
+    set_memory_limit(nbytes)
+    try:
+        yield
+    finally:
+        _restore(saved)
+
+
+def _restore(saved: tuple[int | None, bool]) -> None:
+    global _limit, _explicit
+    _limit, _explicit = saved
+
+
+def check(op: str, shape: Sequence[int], dtype: object, itemsize: int) -> None:
+    """Raise `MemoryLimitError` if a result of ``shape`` and ``itemsize`` would not fit.
+
+    ``dtype`` is only turned into text for the message.
+    """
+    nbytes = math.prod(shape) * itemsize
+    if _explicit:
+        limit = _limit
+    elif nbytes <= _ALWAYS_FITS:
+        return
+    else:
+        limit = available_memory()
+    if limit is not None and nbytes > limit:
+        raise MemoryLimitError(op, shape, str(dtype), nbytes, limit)

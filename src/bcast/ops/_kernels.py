@@ -1,0 +1,301 @@
+"""The kernels: what each operator computes, for NumPy (``out=``) and for any array API.
+
+A kernel never broadcasts by itself: the engine hands it operands already at the output's
+rank (the plan's aligned shapes), so the library's own broadcasting is exactly the plan.
+NumPy kernels of the plain element-wise operators are one ufunc call writing into ``out``;
+the others (integer Div, integer Pow, Where, PRelu, Gemm) are a few calls, noted on each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import numpy as np
+
+from bcast.engine import Kernel
+
+__all__ = [
+    "BINARY",
+    "COPY",
+    "FLOAT_DIV",
+    "FLOAT_POW",
+    "INT_DIV",
+    "INT_FLOAT_POW",
+    "INT_POW",
+    "PRELU",
+    "WHERE",
+    "gemm_kernel",
+    "variadic_kernel",
+]
+
+
+def _ufunc(numpy_name: str, array_api_name: str) -> Kernel:
+    ufunc = getattr(np, numpy_name)
+
+    def run_numpy(out: Any, a: Any, b: Any) -> None:
+        ufunc(a, b, out=out)
+
+    def run_generic(xp: Any, a: Any, b: Any) -> Any:
+        return getattr(xp, array_api_name)(a, b)
+
+    return Kernel(run_numpy, run_generic, single_pass=True)
+
+
+BINARY: Final[dict[str, Kernel]] = {
+    "add": _ufunc("add", "add"),
+    "sub": _ufunc("subtract", "subtract"),
+    "mul": _ufunc("multiply", "multiply"),
+    "equal": _ufunc("equal", "equal"),
+    "greater": _ufunc("greater", "greater"),
+    "less": _ufunc("less", "less"),
+    "and_": _ufunc("logical_and", "logical_and"),
+    "or_": _ufunc("logical_or", "logical_or"),
+    "xor": _ufunc("logical_xor", "logical_xor"),
+    "max": _ufunc("maximum", "maximum"),
+    "min": _ufunc("minimum", "minimum"),
+}
+"""The operators that are one ufunc of two operands with the output dtype of the table."""
+
+FLOAT_DIV: Final = _ufunc("divide", "divide")
+
+
+# -- integer Div: truncation toward zero (ONNX Div: "truncating division") --------------------
+
+
+def _zero_divisor(op: str) -> ZeroDivisionError:
+    return ZeroDivisionError(f"{op}: integer division by zero")
+
+
+def _int_div_numpy(out: Any, a: Any, b: Any) -> None:
+    # floor division, then +1 where the exact quotient is negative and not whole: three
+    # passes and a boolean mask of the output's size.
+    if out.size and not np.all(b):
+        raise _zero_divisor("div")
+    np.floor_divide(a, b, out=out)
+    if out.dtype.kind == "i":
+        fix = np.remainder(a, b) != 0
+        fix &= (a < 0) != (b < 0)
+        np.add(out, 1, out=out, where=fix)
+
+
+def _int_div_generic(xp: Any, a: Any, b: Any) -> Any:
+    from array_api_compat import is_lazy_array
+
+    if not is_lazy_array(b) and bool(xp.any(b == 0)):
+        raise _zero_divisor("div")
+    quotient = xp.floor_divide(a, b)
+    fix = (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+    return xp.where(fix, quotient + 1, quotient)
+
+
+INT_DIV: Final = Kernel(_int_div_numpy, _int_div_generic)
+
+
+# -- Pow: output dtype = the base's (Pow-15) -------------------------------------------------
+
+
+def _float_pow_numpy(out: Any, a: Any, b: Any) -> None:
+    # NumPy picks the loop from both dtypes (float32 ** int64 runs in float64, like the C++
+    # std::pow overloads onnxruntime calls) and rounds into the base's dtype.
+    np.power(a, b, out=out, casting="same_kind")
+
+
+def _float_pow_generic(xp: Any, a: Any, b: Any) -> Any:
+    if a.dtype == b.dtype:
+        return xp.pow(a, b)
+    wide = xp.pow(xp.astype(a, xp.float64), xp.astype(b, xp.float64))
+    return xp.astype(wide, a.dtype)
+
+
+FLOAT_POW: Final = Kernel(_float_pow_numpy, _float_pow_generic, single_pass=True)
+
+
+def _int_float_pow_numpy(out: Any, a: Any, b: Any) -> None:
+    # Computed in float64, then converted to the integer base dtype by truncation (as the
+    # ONNX reference and onnxruntime do: 2 ** 0.5 -> 1, 4 ** -1.0 -> 0). NaN and values out
+    # of range convert as C does on the platform (INT_MIN on x86-64, like both peers).
+    np.power(a, b, out=out, dtype=np.float64, casting="unsafe")
+
+
+def _int_float_pow_generic(xp: Any, a: Any, b: Any) -> Any:
+    wide = xp.pow(xp.astype(a, xp.float64), xp.astype(b, xp.float64))
+    return xp.astype(wide, a.dtype)
+
+
+INT_FLOAT_POW: Final = Kernel(_int_float_pow_numpy, _int_float_pow_generic, single_pass=True)
+
+
+def _zero_to_negative(op: str) -> ZeroDivisionError:
+    return ZeroDivisionError(f"{op}: 0 cannot be raised to a negative integer power")
+
+
+def _negative_powers(xp: Any, a: Any, b: Any) -> Any:
+    """Truncate ``a ** b`` for negative ``b``: 1 for a base of 1, +-1 for -1, 0 otherwise."""
+    one = xp.ones_like(a)
+    odd = (b % 2) != 0
+    minus = xp.where(odd, -one, one)
+    return xp.where(a == 1, one, xp.where(a == -1, minus, xp.zeros_like(a)))
+
+
+def _int_pow_numpy(out: Any, a: Any, b: Any) -> None:
+    # Exact integer powers (NumPy's, wrapping on overflow) for exponents >= 0; a negative
+    # exponent gives the truncated real power, as onnxruntime (NumPy and the ONNX reference
+    # raise instead). The negative case costs masks of the output's size.
+    negative = b < 0 if b.dtype.kind == "i" else None
+    if negative is None or not negative.any():
+        np.power(a, b, out=out, casting="unsafe")
+        return
+    if out.size and np.any((a == 0) & negative):
+        raise _zero_to_negative("pow")
+    np.power(a, np.where(negative, 0, b), out=out, casting="unsafe")
+    np.copyto(out, _negative_powers(np, a, b), where=negative, casting="unsafe")
+
+
+def _int_pow_generic(xp: Any, a: Any, b: Any) -> Any:
+    from array_api_compat import is_lazy_array
+
+    wide = xp.astype(a, xp.int64)
+    exponent = xp.astype(b, xp.int64)
+    negative = exponent < 0
+    if not is_lazy_array(a) and bool(xp.any((wide == 0) & negative)):
+        raise _zero_to_negative("pow")
+    zero = xp.zeros_like(exponent)
+    result = xp.pow(wide, xp.where(negative, zero, exponent))
+    result = xp.where(negative, _negative_powers(xp, wide, exponent), result)
+    return xp.astype(result, a.dtype)
+
+
+INT_POW: Final = Kernel(_int_pow_numpy, _int_pow_generic)
+
+
+# -- variadic, Where, PRelu, Gemm, copies ----------------------------------------------------
+
+
+def variadic_kernel(op: str, count: int) -> Kernel:
+    """Fold ``count`` operands with Max, Min or Sum into ``out``; Mean divides the sum.
+
+    NumPy: one ufunc call per operand after the first, each writing into ``out``.
+    """
+    name = {"max": "maximum", "min": "minimum"}.get(op, "add")
+    ufunc: Any = getattr(np, name)
+    divide = op == "mean"
+
+    def run_numpy(out: Any, *operands: Any) -> None:
+        if count == 1:
+            np.copyto(out, operands[0])
+        else:
+            ufunc(operands[0], operands[1], out=out)
+            for x in operands[2:]:
+                ufunc(out, x, out=out)
+        if divide:
+            np.divide(out, count, out=out)
+
+    def run_generic(xp: Any, *operands: Any) -> Any:
+        result = operands[0]
+        for x in operands[1:]:
+            result = getattr(xp, name)(result, x)
+        if divide:
+            result = result / count
+        if count == 1:
+            result = xp.asarray(result, copy=True)
+        return result
+
+    return Kernel(run_numpy, run_generic)
+
+
+def _where_numpy(out: Any, condition: Any, x: Any, y: Any) -> None:
+    # Two copies into out, no temporaries.
+    np.copyto(out, y)
+    np.copyto(out, x, where=condition)
+
+
+def _where_generic(xp: Any, condition: Any, x: Any, y: Any) -> Any:
+    return xp.where(condition, x, y)
+
+
+WHERE: Final = Kernel(_where_numpy, _where_generic)
+
+
+def _prelu_numpy(out: Any, x: Any, slope: Any) -> None:
+    # ONNX PRelu: slope * x for x < 0, x for x >= 0 (NaN stays NaN).
+    np.copyto(out, x)
+    np.multiply(x, slope, out=out, where=x < 0)
+
+
+def _prelu_generic(xp: Any, x: Any, slope: Any) -> Any:
+    return xp.where(x < 0, x * slope, x)
+
+
+PRELU: Final = Kernel(_prelu_numpy, _prelu_generic)
+
+
+def _copy_numpy(out: Any, x: Any) -> None:
+    np.copyto(out, x)
+
+
+def _copy_generic(xp: Any, x: Any) -> Any:
+    return xp.asarray(x, copy=True)
+
+
+COPY: Final = Kernel(_copy_numpy, _copy_generic, single_pass=True)
+"""Materialise one operand at the output's shape (Expand, Broadcast)."""
+
+
+def _exact_integers(alpha: float, beta: float, *, unsigned: bool) -> bool:
+    """Tell whether integer Gemm can scale exactly: whole, modest scalars, >= 0 if unsigned."""
+    return all(
+        float(v).is_integer() and abs(v) < 2**31 and not (unsigned and v < 0) for v in (alpha, beta)
+    )
+
+
+def gemm_kernel(a: Any, b: Any, alpha: float, beta: float, *, has_c: bool) -> Kernel:
+    """Y = alpha * A' @ B' + beta * C, with A' and B' already transposed (views).
+
+    Floats compute in the operands' dtype. Integers compute exactly when alpha and beta are
+    whole numbers (non-negative for unsigned dtypes), else in float64 and convert into the
+    dtype (the ONNX reference's ``astype``). With ``beta == 0`` C's values are not read
+    (NaN in C stays out), as both peers do; its shape is still checked by the plan.
+    """
+    use_c = has_c and beta != 0
+
+    def run_numpy(out: Any, *c: Any) -> None:
+        kind = out.dtype.kind
+        exact = kind == "f" or _exact_integers(alpha, beta, unsigned=kind == "u")
+        if exact:
+            np.matmul(a, b, out=out)
+            if alpha != 1:
+                scale = alpha if out.dtype.kind == "f" else int(alpha)
+                np.multiply(out, scale, out=out, casting="unsafe")
+            if use_c:
+                if beta == 1:
+                    np.add(out, c[0], out=out)
+                else:
+                    weight = beta if out.dtype.kind == "f" else int(beta)
+                    np.add(out, np.multiply(c[0], weight, casting="unsafe"), out=out)
+            return
+        wide = np.matmul(a, b).astype(np.float64) * alpha
+        if use_c:
+            wide += c[0] * beta
+        np.copyto(out, wide, casting="unsafe")
+
+    def run_generic(xp: Any, *c: Any) -> Any:
+        product = xp.matmul(a, b)
+        kind_float = xp.isdtype(product.dtype, "real floating")
+        unsigned = xp.isdtype(product.dtype, "unsigned integer")
+        if not kind_float and not _exact_integers(alpha, beta, unsigned=unsigned):
+            wide = xp.astype(product, xp.float64) * alpha
+            if use_c:
+                wide = wide + xp.astype(c[0], xp.float64) * beta
+            return xp.astype(wide, product.dtype)
+        scale: float | int = alpha if kind_float else int(alpha)
+        weight: float | int = beta if kind_float else int(beta)
+        result = product * scale if alpha != 1 else product
+        if use_c:
+            result = result + (c[0] * weight if beta != 1 else c[0])
+        return result
+
+    return Kernel(run_numpy, run_generic)
+
+
+KernelFn = Callable[..., None]

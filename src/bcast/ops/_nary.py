@@ -1,0 +1,172 @@
+"""The variadic operators (Max, Min, Mean, Sum) and the ternary Where.
+
+All broadcast multidirectionally over every operand (ONNX Max-13, Min-13, Mean-13, Sum-13,
+Where-16; OpenVINO Maximum/Minimum chains and Select with ``auto_broadcast="numpy"``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from bcast.arrays import Array, shape_of
+from bcast.engine import Kernel, execute
+from bcast.ops import _kernels
+from bcast.ops._common import check_operands
+from bcast.rules import plan
+
+__all__ = ["max", "mean", "min", "sum", "where"]
+
+
+@lru_cache(maxsize=64)
+def _fold(op: str, count: int) -> Kernel:
+    return _kernels.variadic_kernel(op, count)
+
+
+def _variadic(op: str, inputs: tuple[Array, ...], out: Array | None) -> Any:
+    if not inputs:
+        raise TypeError(f"{op} takes at least one input; got none")
+    labels = [f"inputs[{i}]" for i in range(len(inputs))]
+    checked = check_operands(op, labels, inputs)
+    the_plan = plan(*(shape_of(x) for x in inputs))
+    kernel = _fold(op, len(inputs))
+    return execute(op, the_plan, kernel, inputs, dtype=checked.dtype, out=out, xp=checked.xp)
+
+
+def max(*inputs: Array, out: Array | None = None) -> Any:
+    """Take the element-wise maximum of one or more arrays (ONNX Max-13).
+
+    NaN propagates: any NaN among the operands gives NaN, as in the ONNX reference,
+    onnxruntime and NumPy's ``maximum``.
+
+    Parameters
+    ----------
+    *inputs : array
+        One or more arrays of one library and one numeric dtype, broadcast together.
+    out : array, optional
+        An array of the result's shape and dtype to write into; it is returned.
+
+    Returns
+    -------
+    array
+        A new array (or ``out``) of the inputs' dtype.
+
+    Raises
+    ------
+    BroadcastError
+        If the shapes do not broadcast.
+    TypeError
+        If no input is given, the dtypes differ or are not allowed.
+    MemoryLimitError
+        If the result would exceed the memory limit.
+
+    Examples
+    --------
+    >>> import bcast
+    >>> import numpy as np
+    >>> bcast.ops.max(np.array([1, 5]), np.array([[3], [7]]))
+    array([[3, 5],
+           [7, 7]])
+    >>> bcast.ops.max(np.array([np.nan, 1.0]), np.array([0.0, 2.0]))
+    array([nan,  2.])
+    """
+    return _variadic("max", inputs, out)
+
+
+def min(*inputs: Array, out: Array | None = None) -> Any:
+    """Take the element-wise minimum of one or more arrays (ONNX Min-13).
+
+    NaN propagates, as in `max`. Parameters, returns and errors as `max`.
+
+    Examples
+    --------
+    >>> import bcast
+    >>> import numpy as np
+    >>> bcast.ops.min(np.array([1, 5], np.uint8), np.array([3], np.uint8))
+    array([1, 3], dtype=uint8)
+    """
+    return _variadic("min", inputs, out)
+
+
+def sum(*inputs: Array, out: Array | None = None) -> Any:
+    """Add one or more float arrays element-wise (ONNX Sum-13).
+
+    The ONNX schema allows float dtypes only; integers are a TypeError (onnxruntime rejects
+    them too; the ONNX reference computes them anyway). Parameters, returns and errors as
+    `max`.
+
+    Examples
+    --------
+    >>> import bcast
+    >>> import numpy as np
+    >>> bcast.ops.sum(np.array([1.0]), np.array([1.0, 2.0]), np.array([[1.0], [2.0]]))
+    array([[3., 4.],
+           [4., 5.]])
+    >>> bcast.ops.sum(np.array([1, 2]), np.array([3, 4]))
+    Traceback (most recent call last):
+    ...
+    TypeError: sum: inputs[0] has dtype int64, which ONNX Sum does not allow; ...
+    """
+    return _variadic("sum", inputs, out)
+
+
+def mean(*inputs: Array, out: Array | None = None) -> Any:
+    """Average one or more float arrays element-wise (ONNX Mean-13).
+
+    The sum of the broadcast operands divided by their count; float dtypes only, as `sum`.
+    Any operand may be the largest (the ONNX reference fails unless the first one is).
+    Parameters, returns and errors as `max`.
+
+    Examples
+    --------
+    >>> import bcast
+    >>> import numpy as np
+    >>> bcast.ops.mean(np.array([1.0, 2.0]), np.array([4.0]), np.array([[10.0], [20.0]]))
+    array([[5.        , 5.33333333],
+           [8.33333333, 8.66666667]])
+    """
+    return _variadic("mean", inputs, out)
+
+
+def where(condition: Array, x: Array, y: Array, /, *, out: Array | None = None) -> Any:
+    """Choose ``x`` where ``condition`` holds, else ``y`` (ONNX Where-16, OpenVINO Select-1).
+
+    The three operands broadcast multidirectionally, in the order condition, x, y.
+
+    Parameters
+    ----------
+    condition : array
+        A bool array.
+    x, y : array
+        Arrays of one dtype (any: numeric, bool, complex, string); the result has it.
+    out : array, optional
+        An array of the result's shape and dtype to write into; it is returned.
+
+    Returns
+    -------
+    array
+        A new array (or ``out``).
+
+    Raises
+    ------
+    BroadcastError
+        If the shapes do not broadcast.
+    TypeError
+        If ``condition`` is not bool or ``x`` and ``y`` differ in dtype.
+    MemoryLimitError
+        If the result would exceed the memory limit.
+
+    Examples
+    --------
+    >>> import bcast
+    >>> import numpy as np
+    >>> bcast.ops.where(np.array([[True], [False]]), np.array([1.0, 2.0, 3.0]), np.array(0.0))
+    array([[1., 2., 3.],
+           [0., 0., 0.]])
+    """
+    operands = (condition, x, y)
+    checked = check_operands("where", ("condition", "x", "y"), operands)
+    the_plan = plan(shape_of(condition), shape_of(x), shape_of(y))
+    return execute(
+        "where", the_plan, _kernels.WHERE, operands, dtype=checked.dtype, out=out, xp=checked.xp
+    )
