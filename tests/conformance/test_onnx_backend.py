@@ -1,0 +1,95 @@
+"""ONNX's own backend node tests for every bcast operator, run against `bcast.onnx.backend`.
+
+``onnx.backend.test.BackendTest`` registers every node (and model) test of the installed onnx
+twice, ``<name>_cpu`` and ``<name>_cuda``, and filters them with regexes that are
+``re.search``-ed against that name. So the patterns are anchored (``test_max`` would also hit
+``test_maxpool_*``) and case-sensitive with ``A-Z`` allowed (``test_gemm_transposeA``). Tests
+that match no include pattern stay in the report as skips; the CUDA variants are skipped by
+``supports_device``. See SEMANTICS.md §8 for the mechanics and the upstream test list.
+"""
+
+from __future__ import annotations
+
+import unittest
+
+import onnx.backend.test
+import pytest
+
+import bcast.onnx
+
+# One entry per operator of DESIGN §1, by its ONNX name in test names.
+OPERATORS = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "equal",
+    "greater",
+    "less",
+    "and",
+    "or",
+    "xor",
+    "max",
+    "min",
+    "mean",
+    "sum",
+    "where",
+    "gemm",
+    "prelu",
+    "expand",
+)
+
+backend_test = onnx.backend.test.BackendTest(bcast.onnx.backend, __name__)
+backend_test.include(rf"^test_({'|'.join(OPERATORS)})(_[A-Za-z0-9_]+)?_cpu$")
+backend_test.include(r"^test_(and|or|xor)\d+d_cpu$")  # test_and2d, test_xor4d, ...
+# GreaterOrEqual and LessOrEqual are not bcast operators; their names extend ours.
+backend_test.exclude(r"^test_(greater|less)_equal")
+# Other operators whose names start with one of ours.
+backend_test.exclude(r"^test_(maxpool|maxroipool|maxunpool|max_pool|mean_variance|sum_square)")
+# Function-body variants run the decomposition (other operators), not ours.
+backend_test.exclude(r"_expanded_cpu$")
+
+globals().update(backend_test.test_cases)
+
+# The number of CPU tests the patterns above select with onnx 1.23.2: 149 node tests and
+# test_expand_shape_model1..4 (Simple category). Obtained by counting the methods of
+# `backend_test.test_cases` that end in `_cpu` and are not wrapped in unittest.skip (the
+# function `selected_tests` below), on 2026-11-21. A newer onnx may add tests; a drop means a
+# pattern stopped matching, which must fail loudly.
+SELECTED_FLOOR = 153
+
+
+def selected_tests() -> list[str]:
+    """Names of the CPU tests that the include/exclude patterns leave to run."""
+    names = []
+    for case in backend_test.test_cases.values():
+        assert issubclass(case, unittest.TestCase)
+        for name in dir(case):
+            method = getattr(case, name)
+            if (
+                name.startswith("test_")
+                and name.endswith("_cpu")
+                and not getattr(method, "__unittest_skip__", False)
+            ):
+                names.append(name)
+    return sorted(names)
+
+
+def test_selection_has_not_shrunk() -> None:
+    selected = selected_tests()
+    print(f"ONNX backend conformance: {len(selected)} CPU tests selected")
+    assert len(selected) >= SELECTED_FLOOR, selected
+
+
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_every_operator_has_node_tests(operator: str) -> None:
+    prefix = f"test_{operator}"
+    assert any(
+        name == f"{prefix}_cpu" or name.startswith((f"{prefix}_", f"{prefix}2", f"{prefix}3"))
+        for name in selected_tests()
+    )
+
+
+def test_patterns_cover_exactly_the_backend_operators() -> None:
+    assert {op.lower() for op in bcast.onnx.backend.SUPPORTED_OPS} == set(OPERATORS)
