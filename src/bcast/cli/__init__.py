@@ -13,6 +13,7 @@ import click
 import bcast
 
 from ._output import BcastGroup
+from .models import check, verify
 from .shapes import explain, shape
 
 __all__ = ["main"]
@@ -46,3 +47,5 @@ def main() -> None:
 # Commands, registered explicitly, one line each (bcast check / bcast verify go here too).
 main.add_command(shape)
 main.add_command(explain)
+main.add_command(check)
+main.add_command(verify)

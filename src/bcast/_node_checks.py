@@ -1,0 +1,588 @@
+"""The checks of one broadcasting node, for `bcast.check` (one function per rule).
+
+Each check applies bcast's rules (`bcast.plan`) to the node's operands and records
+`bcast.check.Finding` objects: a definite failure (with the `BroadcastError`'s aligned
+picture), the conditions under which symbols and intervals fail, unidirectional violations,
+oversized outputs and OpenVINO attribute pitfalls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from bcast.check import Finding, Graph, Node, Rule, Severity
+from bcast.dim import Dim
+from bcast.errors import BroadcastError, format_alignment
+from bcast.modes import Mode
+from bcast.rules import plan
+from bcast.shape import Shape
+
+__all__ = ["check_node"]
+
+
+@dataclass(slots=True)
+class _Context:
+    node: Node
+    graph: Graph
+    values: dict[str, Shape]
+    max_elements: int
+    findings: list[Finding] = field(default_factory=list)
+
+    def shape(self, index: int) -> Shape:
+        names = self.node.inputs
+        if index >= len(names) or not names[index]:
+            return Shape.dynamic()
+        return self.values.get(names[index], Shape.dynamic())
+
+    def operand(self, index: int) -> tuple[str, Shape]:
+        names = self.node.inputs
+        return (names[index] if index < len(names) else "", self.shape(index))
+
+    def add(
+        self,
+        severity: Severity,
+        kind: str,
+        operands: Sequence[tuple[str, Shape]],
+        mode: Mode | str | None,
+        axis: int | None,
+        reason: str,
+        picture: Sequence[str] = (),
+    ) -> None:
+        self.findings.append(
+            Finding(
+                severity,
+                kind,
+                self.node.name,
+                self.node.op,
+                tuple(operands),
+                None if mode is None else str(mode),
+                axis,
+                reason,
+                tuple(picture),
+            )
+        )
+
+
+# -- one function per rule -----------------------------------------------------------------
+
+_ONE_WAY_TARGET: dict[Mode, int] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
+
+
+def check_node(
+    node: Node, graph: Graph, values: dict[str, Shape], max_elements: int
+) -> tuple[Shape | None, list[Finding]]:
+    """Check one broadcasting node; return its output shape (None: not decided) and findings.
+
+    ``values`` holds the shapes propagated so far; the node's inputs are read from it.
+    """
+    ctx = _Context(node, graph, values, max_elements)
+    return _dispatch(ctx), ctx.findings
+
+
+def _dispatch(ctx: _Context) -> Shape | None:
+    node = ctx.node
+    rule = node.rule
+    if rule is Rule.MULTIDIRECTIONAL:
+        operands = [ctx.operand(i) for i, name in enumerate(node.inputs) if name]
+        out = _apply(ctx, operands, Mode.NUMPY)
+        _size_note(ctx, out, operands, materializing=False)
+        return out
+    if rule is Rule.ELEMENTWISE:
+        return _check_elementwise(ctx)
+    if rule is Rule.SELECT:
+        return _check_select(ctx)
+    if rule is Rule.GEMM:
+        return _check_gemm(ctx)
+    if rule is Rule.PRELU:
+        return _check_prelu(ctx)
+    if rule is Rule.EXPAND:
+        return _check_expand(ctx)
+    if rule is Rule.BROADCAST:
+        return _check_broadcast(ctx)
+    return None
+
+
+def _apply(
+    ctx: _Context,
+    operands: Sequence[tuple[str, Shape]],
+    mode: Mode,
+    *,
+    axis: int = -1,
+    axes_mapping: tuple[int, ...] | None = None,
+    kind: str = "incompatible",
+    context: str = "",
+    severity: Severity = Severity.ERROR,
+    report: bool = True,
+    roles: tuple[str, str] | None = None,
+) -> Shape | None:
+    """Run one rule on ``operands``; report a failure or the conditions of success.
+
+    ``roles`` renames the rule's ``A`` and ``B`` in its message (``X`` and ``slope`` for
+    PRelu), so that the reason speaks the operator's words.
+    """
+    names = [_label(name, i) for i, (name, _) in enumerate(operands)]
+    shapes = [shape for _, shape in operands]
+    try:
+        p = plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping)
+    except BroadcastError as err:
+        if report:
+            ctx.add(
+                severity,
+                kind,
+                operands,
+                mode,
+                err.axis,
+                context + (_renamed(err.reason, roles) if roles else err.reason),
+                _error_picture(err, names, shapes),
+            )
+        return None
+    if not report:
+        return p.output
+    rank = p.output.rank
+    target = _ONE_WAY_TARGET.get(mode)
+    for out_axis, text in _conditions(p.shapes, p.alignment, rank, names, mode, target):
+        picture = format_alignment(
+            p.shapes, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis
+        )
+        ctx.add(
+            Severity.WARNING,
+            "conditional",
+            operands,
+            mode,
+            out_axis,
+            context + text,
+            picture,
+        )
+    return p.output
+
+
+_ROLE: Final = re.compile(r"\[[^\]]*\]|\b[AB]\b")
+
+
+def _renamed(text: str, roles: tuple[str, str]) -> str:
+    """Replace the roles ``A`` and ``B`` by operator words, leaving shape text alone.
+
+    >>> _renamed("B [A,2] has rank 2, more than A [3]; B must broadcast to A", ("X", "slope"))
+    'slope [A,2] has rank 2, more than X [3]; slope must broadcast to X'
+    """
+
+    def swap(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token.startswith("["):
+            return token
+        return roles[0] if token == "A" else roles[1]
+
+    return _ROLE.sub(swap, text)
+
+
+def _label(name: str, index: int) -> str:
+    text = name or f"#{index}"
+    return text if len(text) <= 24 else text[:11] + "…" + text[-12:]
+
+
+def _error_picture(err: BroadcastError, names: Sequence[str], shapes: Sequence[Shape]) -> list[str]:
+    if err.alignment is not None and err.out_rank is not None and len(err.shapes) == len(names):
+        return format_alignment(
+            err.shapes, err.alignment, err.out_rank, labels=names, mark_axis=err.axis
+        )
+    width = max((len(n) for n in names), default=0)
+    return [f"{n.ljust(width)}  {s}" for n, s in zip(names, shapes, strict=True)]
+
+
+# -- conditions on symbols and intervals ---------------------------------------------------
+
+
+def _is_open(dim: Dim) -> bool:
+    """``?``: no name, no bound. It constrains nothing, so it is never reported."""
+    return dim.name is None and dim.lo == 0 and dim.hi is None
+
+
+def _possible(dim: Dim, allowed: Iterable[int]) -> list[int]:
+    return sorted(v for v in set(allowed) if dim.contains(v))
+
+
+def _within(dim: Dim, allowed: set[int]) -> bool:
+    """Return True when every value of ``dim`` is in ``allowed`` (a small bounded interval)."""
+    if dim.name is not None or dim.hi is None or dim.hi - dim.lo > len(allowed):
+        return False
+    return all(v in allowed for v in range(dim.lo, dim.hi + 1))
+
+
+def _require(dim: Dim, allowed: set[int]) -> str:
+    values = _possible(dim, allowed)
+    if len(values) == 1:
+        return f"{dim} = {values[0]}"
+    return f"{dim} ∈ {{{', '.join(map(str, values))}}}"
+
+
+def _conditions(
+    shapes: Sequence[Shape],
+    alignment: Sequence[tuple[int | None, ...] | None],
+    rank: int | None,
+    names: Sequence[str],
+    mode: Mode,
+    target: int | None,
+) -> list[tuple[int, str]]:
+    """For each output axis that may fail, the condition under which it does not."""
+    if rank is None:
+        return []
+    columns: list[list[tuple[int, int, Dim]]] = [[] for _ in range(rank)]
+    for k, (shape, axes) in enumerate(zip(shapes, alignment, strict=True)):
+        if axes is None or shape.rank is None:
+            continue
+        for i, (dim, out_axis) in enumerate(zip(shape.dims, axes, strict=True)):
+            if out_axis is not None and out_axis < rank:
+                columns[out_axis].append((k, i, dim))
+    found = []
+    for out_axis, column in enumerate(columns):
+        if target is None:
+            parts = _two_way(column, names, exact=mode is Mode.NONE)
+        else:
+            parts = _one_way(column, names, target)
+        if parts:
+            found.append((out_axis, "fails unless " + " and ".join(parts)))
+    return found
+
+
+def _where(names: Sequence[str], k: int, i: int) -> str:
+    return f"axis {i} of {names[k]}"
+
+
+def _two_way(column: list[tuple[int, int, Dim]], names: Sequence[str], *, exact: bool) -> list[str]:
+    dims = [(k, i, d) for k, i, d in column if not _is_open(d)]
+    if not exact:
+        dims = [(k, i, d) for k, i, d in dims if not d.definitely_one()]
+    if len(dims) < 2:
+        return []
+    statics = sorted({d.lo for _, _, d in dims if d.is_static})
+    if len(statics) > 1:
+        return []  # the rule has already failed; nothing conditional about it
+    if statics:
+        allowed = {statics[0]} if exact else {1, statics[0]}
+        return [
+            f"{_require(d, allowed)} ({_where(names, k, i)})"
+            for k, i, d in dims
+            if not d.is_static and not _within(d, allowed)
+        ]
+    first = dims[0][2]
+    if all(first.definitely_equal(d) for _, _, d in dims[1:]):
+        return []
+    listed = ", ".join(dict.fromkeys(str(d) for _, _, d in dims))
+    return [f"{listed} are equal" + ("" if exact else " (or 1)")]
+
+
+def _one_way(column: list[tuple[int, int, Dim]], names: Sequence[str], target: int) -> list[str]:
+    into = [(k, i, d) for k, i, d in column if k == target]
+    if not into:
+        return []
+    _, ti, a = into[0]
+    parts = []
+    for k, i, b in column:
+        if k == target or b.definitely_one() or a.definitely_equal(b):
+            continue
+        if _is_open(a) or _is_open(b):
+            continue
+        if b.is_static:
+            if a.is_static or _within(a, {b.lo}):
+                continue
+            parts.append(f"{a} = {b.lo} ({_where(names, target, ti)})")
+        elif a.is_static:
+            if _within(b, {1, a.lo}):
+                continue
+            parts.append(f"{_require(b, {1, a.lo})} ({_where(names, k, i)})")
+        else:
+            parts.append(f"{b} is 1 or equals {a} ({_where(names, k, i)})")
+    return parts
+
+
+# -- the rules, node by node ---------------------------------------------------------------
+
+
+def _check_elementwise(ctx: _Context) -> Shape | None:
+    node = ctx.node
+    mode = node.mode or Mode.NUMPY
+    operands = [ctx.operand(0), ctx.operand(1)]
+    if mode is Mode.PDPD:
+        _pdpd_axis_note(ctx, operands)
+    out = _apply(ctx, operands, mode, axis=node.axis)
+    if out is not None and mode is Mode.PDPD:
+        _trailing_ones_note(ctx, operands, node.axis)
+        _one_against_zero_note(ctx, operands, node.axis)
+    _size_note(ctx, out, operands, materializing=False)
+    return out
+
+
+def _check_select(ctx: _Context) -> Shape | None:
+    node = ctx.node
+    mode = node.mode or Mode.NUMPY
+    cond, then, other = ctx.operand(0), ctx.operand(1), ctx.operand(2)
+    if mode is not Mode.PDPD:
+        out = _apply(ctx, [cond, then, other], mode)
+    else:
+        # OpenVINO Select pdpd: 'else' goes into 'then', then 'cond' into the result.
+        _pdpd_axis_note(ctx, [then, other])
+        partial = _apply(ctx, [then, other], mode, axis=node.axis)
+        out = None
+        if partial is not None:
+            out = _apply(ctx, [(node.outputs[0], partial), cond], mode, axis=node.axis)
+    _size_note(ctx, out, [cond, then, other], materializing=False)
+    return out
+
+
+def _check_gemm(ctx: _Context) -> Shape | None:
+    node = ctx.node
+    a, b = ctx.shape(0), ctx.shape(1)
+    if a.rank != 2 or b.rank != 2:
+        return None
+    m = a.dims[1] if node.trans_a else a.dims[0]
+    n = b.dims[0] if node.trans_b else b.dims[1]
+    y = Shape((m, n))
+    if len(node.inputs) > 2 and node.inputs[2]:
+        c = ctx.operand(2)
+        out = _apply(
+            ctx,
+            [("(M,N)", y), c],
+            Mode.UNIDIRECTIONAL,
+            kind="unidirectional",
+            context=(
+                f"Gemm C {c[1]} must broadcast unidirectionally to (M, N) = {y} (ONNX shape "
+                "inference does not check it; onnxruntime fails at run time): "
+            ),
+            roles=("(M,N)", "C"),
+        )
+        if out is None:
+            return y
+    return y
+
+
+def _check_prelu(ctx: _Context) -> Shape | None:
+    x, slope = ctx.operand(0), ctx.operand(1)
+    both = _apply(ctx, [x, slope], Mode.NUMPY, report=False)
+    fits = _apply(ctx, [x, slope], Mode.UNIDIRECTIONAL, report=False)
+    note = ""
+    if fits is None and both is not None and both.rank is not None:
+        note = f"; onnxruntime broadcasts both ways and outputs {both} instead of X's {x[1]}"
+    out = _apply(
+        ctx,
+        [x, slope],
+        Mode.UNIDIRECTIONAL,
+        kind="unidirectional",
+        context=(
+            f"PRelu slope {slope[1]} must broadcast unidirectionally to X {x[1]} "
+            f"(ONNX shape inference does not check it{note}): "
+        ),
+        roles=("X", "slope"),
+    )
+    return out if out is not None else x[1]
+
+
+def _constant_target(ctx: _Context, index: int) -> Shape | None:
+    """Return a constant shape input as a Shape, None when it is not a constant."""
+    name = ctx.node.inputs[index] if index < len(ctx.node.inputs) else ""
+    values = ctx.graph.constants.get(name)
+    if values is None:
+        return None
+    return Shape(values) if all(v >= 0 for v in values) else None
+
+
+def _negative_target(ctx: _Context, index: int, operands: Sequence[tuple[str, Shape]]) -> bool:
+    name = ctx.node.inputs[index] if index < len(ctx.node.inputs) else ""
+    values = ctx.graph.constants.get(name)
+    if values is None or all(v >= 0 for v in values):
+        return False
+    ctx.add(
+        Severity.ERROR,
+        "incompatible",
+        operands,
+        Mode.BIDIRECTIONAL if ctx.node.rule is Rule.EXPAND else ctx.node.mode,
+        None,
+        f"the target shape {list(values)} has a negative entry; ONNX Expand takes it literally, "
+        "onnxruntime rejects it and OpenVINO reads -1 as a dynamic dim",
+    )
+    return True
+
+
+def _check_expand(ctx: _Context) -> Shape | None:
+    data = ctx.operand(0)
+    name = ctx.node.inputs[1] if len(ctx.node.inputs) > 1 else ""
+    if _negative_target(ctx, 1, [data, (name, ctx.shape(1))]):
+        return None
+    target = _constant_target(ctx, 1)
+    if target is None:
+        peer = ctx.node.output_shapes[0] if ctx.node.output_shapes else Shape.dynamic()
+        return _apply(ctx, [data, ("shape", peer)], Mode.BIDIRECTIONAL, report=False)
+    operands = [data, (name, target)]
+    out = _apply(ctx, operands, Mode.BIDIRECTIONAL)
+    _size_note(ctx, out, operands, materializing=True)
+    return out
+
+
+def _check_broadcast(ctx: _Context) -> Shape | None:
+    node = ctx.node
+    mode = node.mode or Mode.NUMPY
+    data = ctx.operand(0)
+    name = node.inputs[1] if len(node.inputs) > 1 else ""
+    if _negative_target(ctx, 1, [data, (name, ctx.shape(1))]):
+        return None
+    target = _constant_target(ctx, 1)
+    if target is None:
+        target = node.output_shapes[0] if node.output_shapes else Shape.dynamic()
+    tgt = (name, target)
+    out: Shape | None
+    if mode is Mode.EXPLICIT:
+        mapping = node.axes_mapping
+        if mapping is not None and len(set(mapping)) < len(mapping):
+            repeated = sorted({v for v in mapping if mapping.count(v) > 1})
+            ctx.add(
+                Severity.ERROR,
+                "axes-mapping-duplicates",
+                [data, tgt],
+                mode,
+                repeated[0],
+                f"axes_mapping {list(mapping)} repeats target axis "
+                f"{', '.join(map(str, repeated))}; the spec requires strictly increasing axes "
+                "(OpenVINO accepts it and its CPU plugin computes garbage)",
+            )
+            return target
+        out = _apply(ctx, [data, tgt], mode, axes_mapping=mapping)
+    elif mode is Mode.BIDIRECTIONAL:
+        out = _apply(ctx, [data, tgt], mode)
+    elif mode is Mode.PDPD:
+        _pdpd_axis_note(ctx, [tgt, data])
+        out = _apply(ctx, [tgt, data], mode, axis=node.axis)
+    else:  # numpy: data broadcasts one way to the target
+        out = _apply(ctx, [tgt, data], Mode.UNIDIRECTIONAL, roles=("target", "data"))
+    _size_note(ctx, out, [data, tgt], materializing=True)
+    return out
+
+
+# -- OpenVINO notes ------------------------------------------------------------------------
+
+
+def _pdpd_axis_note(ctx: _Context, operands: Sequence[tuple[str, Shape]]) -> None:
+    if ctx.node.axis_written:
+        return
+    spec = _apply(ctx, operands, Mode.PDPD, axis=-1, report=False)
+    read = _apply(ctx, operands, Mode.PDPD, axis=0, report=False)
+    if spec == read:
+        effect = "here both give the same result"
+    elif spec is None:
+        effect = f"with axis 0 the result is {read}, with -1 the shapes do not broadcast"
+    elif read is None:
+        effect = f"with axis -1 the result would be {spec}, with axis 0 they do not broadcast"
+    else:
+        effect = f"axis 0 gives {read}, -1 would give {spec}"
+    ctx.add(
+        Severity.WARNING,
+        "pdpd-default-axis",
+        operands,
+        Mode.PDPD,
+        None,
+        "auto_broadcast is 'pdpd' with no axis attribute: OpenVINO reads it as axis 0, the "
+        f"specification's default is -1 ({effect}); write the axis explicitly",
+    )
+
+
+def _one_against_zero_note(ctx: _Context, operands: Sequence[tuple[str, Shape]], axis: int) -> None:
+    """OpenVINO's PDPD pre-check ``B > A`` rejects B=1 against A=0 (SEMANTICS §2.9, D8)."""
+    a, b = operands[0][1], operands[1][1]
+    if ctx.graph.format != "openvino" or a.rank is None or b.rank is None:
+        return
+    p = plan(a, b, mode=Mode.PDPD, axis=axis)
+    placed = p.alignment[1] or ()
+    for dim, out_axis in zip(b.dims, placed, strict=True):
+        if out_axis is not None and dim == 1 and a.dims[out_axis] == 0:
+            names = [_label(n, i) for i, (n, _) in enumerate(operands)]
+            ctx.add(
+                Severity.WARNING,
+                "pdpd-one-against-zero",
+                operands,
+                Mode.PDPD,
+                out_axis,
+                f"B's 1 meets A's 0 at axis {out_axis}: the specification broadcasts it (the "
+                "result keeps A's 0), but OpenVINO's shape inference rejects B > A there, so "
+                "OpenVINO will not load it",
+                format_alignment(
+                    p.shapes, p.alignment, a.rank, labels=names, result=p.output, mark_axis=out_axis
+                ),
+            )
+            return
+
+
+def _trailing_ones_note(ctx: _Context, operands: Sequence[tuple[str, Shape]], axis: int) -> None:
+    a, b = operands[0][1], operands[1][1]
+    if ctx.graph.format != "openvino" or a.rank is None or b.rank is None:
+        return
+    if axis < 0 or axis + b.rank <= a.rank:
+        return
+    names = [_label(n, i) for i, (n, _) in enumerate(operands)]
+    p = plan(a, b, mode=Mode.PDPD, axis=axis)
+    ctx.add(
+        Severity.WARNING,
+        "pdpd-trailing-ones",
+        operands,
+        Mode.PDPD,
+        None,
+        f"B {b} at axis {axis} reaches past A {a}: the specification and OpenVINO's PDPD kernel "
+        "ignore B's trailing ones, but OpenVINO's shape inference rejects "
+        f"axis + rank(B) > rank(A) ({axis} + {b.rank} > {a.rank}), so OpenVINO will not load it",
+        format_alignment(p.shapes, p.alignment, a.rank, labels=names, result=p.output),
+    )
+
+
+# -- sizes ---------------------------------------------------------------------------------
+
+
+def _upper_size(shape: Shape) -> int | None:
+    if shape.rank is None:
+        return None
+    total = 1
+    for d in shape.dims:
+        if d.hi is None:
+            return None
+        total *= d.hi
+    return total
+
+
+def _size_note(
+    ctx: _Context,
+    out: Shape | None,
+    operands: Sequence[tuple[str, Shape]],
+    *,
+    materializing: bool,
+) -> None:
+    if out is None:
+        return
+    upper = _upper_size(out)
+    if upper is None or upper <= ctx.max_elements:
+        return
+    if not materializing:
+        biggest = [_upper_size(s) for _, s in operands]
+        if any(s is None or s >= upper for s in biggest):
+            return  # the output is no bigger than an input: not a broadcasting blow-up
+    count = f"{upper:,} elements" if out.is_static else f"up to {upper:,} elements"
+    name = ctx.node.outputs[0] if ctx.node.outputs else ""
+    item = ctx.graph.item_sizes.get(name)
+    if item is not None:
+        count += f" ({_bytes(upper * item)})"
+    ctx.add(
+        Severity.WARNING,
+        "size",
+        operands,
+        None,
+        None,
+        f"the broadcast output {out} has {count}, more than the limit of "
+        f"{ctx.max_elements:,} (--max-elements)",
+    )
+
+
+def _bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.1f} {unit}" if unit != "B" else f"{n} B"
+        value /= 1024
+    return f"{n} B"

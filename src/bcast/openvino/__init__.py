@@ -1,0 +1,14 @@
+"""The OpenVINO adapter: reading OpenVINO IR (``.xml`` + ``.bin``) for the model checker.
+
+``openvino`` is imported only inside this package (ruff TID251 enforces it), so
+``import bcast`` stays light; importing this package does not import ``openvino`` either,
+until a model is read.
+
+- `bcast.openvino.reader.read_ir`: an IR file as the checker's `bcast.check.Graph`, with
+  the broadcast attributes exactly as written (``auto_broadcast``, the PDPD axis or its
+  absence, Broadcast modes and ``axes_mapping``).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

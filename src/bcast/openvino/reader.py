@@ -1,0 +1,348 @@
+"""Read an OpenVINO IR model (``.xml`` + ``.bin``) into the checker's graph IR.
+
+The XML is parsed first with ``defusedxml`` (no DTD, no entities, no external references,
+no network), because the broadcast attributes must be kept *exactly as written*: OpenVINO's
+API fills in axis 0 for a ``pdpd`` node that has no axis attribute (SEMANTICS §0.4), so only
+the raw XML tells whether the axis was written. The model is then read with OpenVINO
+itself (``ov.Core().read_model``): its output partial shapes (intervals included) and its
+constants are what the checker uses. When OpenVINO refuses the model (its shape inference
+rejects a node), the checker still reads the graph from the XML and notes the refusal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.etree.ElementTree as ET  # only for ParseError; parsing is defusedxml
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import parse as safe_parse
+
+from bcast.check import Finding, Graph, ModelError, Node, Rule, Severity
+from bcast.dim import Dim
+from bcast.errors import BroadcastError
+from bcast.modes import Mode
+from bcast.shape import Shape
+
+__all__ = ["ELEMENTWISE_OPS", "read_ir"]
+
+ELEMENTWISE_OPS: Final = frozenset(
+    {
+        "Add", "Subtract", "Multiply", "Divide", "Power", "Maximum", "Minimum",
+        "SquaredDifference", "FloorMod", "Mod", "Equal", "NotEqual", "Greater",
+        "GreaterEqual", "Less", "LessEqual", "LogicalAnd", "LogicalOr", "LogicalXor",
+        "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+    }
+)  # fmt: skip
+"""OpenVINO binary element-wise operators whose broadcasting is their ``auto_broadcast``."""
+
+_AUTO_BROADCAST: Final = {
+    "numpy": Mode.NUMPY,
+    "none": Mode.NONE,
+    "explicit": Mode.NONE,  # AutoBroadcastType::EXPLICIT = NONE
+    "pdpd": Mode.PDPD,
+}
+_BROADCAST_MODE: Final = {
+    "numpy": Mode.NUMPY,
+    "explicit": Mode.EXPLICIT,
+    "none": Mode.EXPLICIT,  # Broadcast-1 spells explicit "none"
+    "bidirectional": Mode.BIDIRECTIONAL,
+    "pdpd": Mode.PDPD,
+}
+# The PDPD axis is a nested attribute (SEMANTICS §0.4).
+_AXIS_KEY: Final = {
+    ("Broadcast", "opset1"): "mode.auto_broadcast_axis",
+    ("Broadcast", "opset3"): "mode.mode.axis",
+}
+_ELEMENTWISE_AXIS_KEY: Final = "auto_broadcast.auto_broadcast_axis"
+_ITEM_SIZE: Final = {
+    "FP64": 8, "FP32": 4, "FP16": 2, "BF16": 2, "I64": 8, "U64": 8, "I32": 4, "U32": 4,
+    "I16": 2, "U16": 2, "I8": 1, "U8": 1, "BOOL": 1, "BOOLEAN": 1,
+}  # fmt: skip
+_INT_TYPES: Final = {"i64": np.int64, "i32": np.int32, "u64": np.uint64, "u32": np.uint32}
+_MAX_CONSTANT_BYTES: Final = 64 * 8
+_INTERVAL: Final = re.compile(r"(\d*)\.\.(\d*)")
+_FRIENDLY: Final = re.compile(r"with friendly_name '([^']*)'")
+_OP_TYPE: Final = re.compile(r"While validating node '\w+::(\w+) ")
+
+
+@dataclass(slots=True)
+class _Layer:
+    id: str
+    name: str
+    type: str
+    version: str
+    data: dict[str, str]
+    inputs: list[tuple[str, list[str]]] = field(default_factory=list)  # (port, dims)
+    outputs: list[tuple[str, list[str], str]] = field(default_factory=list)  # + precision
+    values: list[str] = field(default_factory=list)  # readable names of the outputs
+
+
+def read_ir(path: str | os.PathLike[str]) -> Graph:
+    """Read an OpenVINO IR ``.xml`` (and its ``.bin``) into a `bcast.check.Graph`.
+
+    Parameters
+    ----------
+    path : str or path
+        The ``.xml`` file; the weights are the ``.bin`` beside it.
+
+    Returns
+    -------
+    Graph
+        One node per layer; shapes from OpenVINO's own inference (the XML's port dims when
+        OpenVINO refuses the model, with an ``info`` note saying so).
+
+    Raises
+    ------
+    ModelError
+        If the file is unsafe XML (a DTD, entities), not an IR, or its weights are missing
+        or unreadable (one-line message).
+    """
+    xml_path = os.fspath(path)
+    layers, edges = _parse_xml(xml_path)
+    graph = Graph(path=xml_path, format="openvino")
+    shapes, constants, refusal = _read_with_openvino(xml_path)
+    if refusal is not None:
+        culprit = _FRIENDLY.search(refusal[1])
+        name = culprit.group(1) if culprit else ""
+        op = next((layer.type for layer in layers if layer.name == name), "")
+        if not op:  # OpenVINO names a node by its internal name while it validates it
+            found = _OP_TYPE.search(refusal[1])
+            op = found.group(1) if found else ""
+            same = [layer.name for layer in layers if layer.type == op]
+            name = same[0] if len(same) == 1 else ""  # the only layer of that type
+        graph.notes.append(
+            Finding(
+                Severity.INFO,
+                "peer-rejects",
+                name,
+                op,
+                (),
+                None,
+                None,
+                f"OpenVINO refuses to load this model ({refusal[0]}); checked from the XML",
+            )
+        )
+    _name_values(layers, edges)
+    plain = [_node(layer, edges, shapes, constants, graph, xml_path) for layer in layers]
+    # Rules second: a Broadcast's axes_mapping may come from a Const listed after it.
+    graph.nodes = [
+        _with_rule(node, layer, graph) for node, layer in zip(plain, layers, strict=True)
+    ]
+    return graph
+
+
+def _parse_xml(path: str) -> tuple[list[_Layer], dict[tuple[str, str], str]]:
+    try:
+        tree = safe_parse(path, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except DefusedXmlException as err:
+        raise ModelError(
+            f"{path}: refusing unsafe XML: a DTD, entity or external reference "
+            f"({type(err).__name__}); OpenVINO IR has none"
+        ) from None
+    except ET.ParseError as err:
+        raise ModelError(f"{path}: not an OpenVINO IR: malformed XML ({err})") from None
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read the file ({err.strerror or err})") from None
+    root = tree.getroot()
+    if root.tag != "net" or root.find("layers") is None:
+        raise ModelError(f"{path}: not an OpenVINO IR (no <net> with <layers>)")
+    layers = []
+    for element in root.iterfind("layers/layer"):
+        data = element.find("data")
+        layer = _Layer(
+            id=element.get("id", ""),
+            name=element.get("name", element.get("id", "")),
+            type=element.get("type", ""),
+            version=element.get("version", ""),
+            data=dict(data.attrib) if data is not None else {},
+        )
+        for port in element.iterfind("input/port"):
+            layer.inputs.append((port.get("id", ""), [d.text or "" for d in port.iter("dim")]))
+        for port in element.iterfind("output/port"):
+            dims = [d.text or "" for d in port.iter("dim")]
+            layer.outputs.append((port.get("id", ""), dims, port.get("precision", "")))
+        layers.append(layer)
+    edges: dict[tuple[str, str], str] = {}
+    for edge in root.iterfind("edges/edge"):
+        source = f"{edge.get('from-layer')}:{edge.get('from-port')}"
+        edges[(edge.get("to-layer", ""), edge.get("to-port", ""))] = source
+    return layers, edges
+
+
+def _name_values(layers: list[_Layer], edges: dict[tuple[str, str], str]) -> None:
+    """Name each output ``layer`` (or ``layer:port`` for several), and rewrite the edges."""
+    seen: dict[str, int] = {}
+    for layer in layers:
+        seen[layer.name] = seen.get(layer.name, 0) + 1
+    by_port: dict[str, str] = {}
+    for layer in layers:
+        base = layer.name if seen[layer.name] == 1 else f"{layer.name}#{layer.id}"
+        for index, (port, _, _) in enumerate(layer.outputs):
+            value = base if len(layer.outputs) == 1 else f"{base}:{index}"
+            layer.values.append(value)
+            by_port[f"{layer.id}:{port}"] = value
+    for key, source in edges.items():
+        edges[key] = by_port.get(source, source)
+
+
+def _read_with_openvino(
+    path: str,
+) -> tuple[dict[str, list[Shape]], dict[str, tuple[int, ...]], tuple[str, str] | None]:
+    """OpenVINO's output shapes and integer constants by layer name, or its refusal."""
+    import openvino as ov
+
+    try:
+        model = ov.Core().read_model(path)
+    except RuntimeError as err:
+        text = str(err)
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if "While validating node" in text or ("shape" in text.lower() and "Check" in text):
+            return {}, {}, (lines[-1] if lines else "shape inference failed", text)
+        reason = next((ln for ln in lines if "Check" not in ln and "Exception" not in ln), None)
+        reason = reason or (lines[-1] if lines else type(err).__name__)
+        raise ModelError(f"{path}: OpenVINO cannot read the model: {reason}") from None
+    shapes: dict[str, list[Shape]] = {}
+    constants: dict[str, tuple[int, ...]] = {}
+    for op in model.get_ordered_ops():
+        name = op.get_friendly_name()
+        shapes[name] = [
+            _partial(op.get_output_partial_shape(i)) for i in range(op.get_output_size())
+        ]
+        if op.get_type_name() == "Constant" and op.get_output_element_type(0).is_integral():
+            shape = op.get_output_partial_shape(0)
+            if shape.rank.is_static and shape.rank.get_length() <= 1:
+                values = np.asarray(op.get_data()).reshape(-1)
+                if values.size <= _MAX_CONSTANT_BYTES // 8:
+                    constants[name] = tuple(int(v) for v in values)
+    return shapes, constants, None
+
+
+def _partial(shape: Any) -> Shape:
+    if shape.rank.is_dynamic:
+        return Shape.dynamic()
+    dims = []
+    for d in shape:
+        if d.is_static:
+            dims.append(Dim.static(d.get_length()))
+        else:
+            hi = d.get_max_length()
+            dims.append(Dim.interval(d.get_min_length(), None if hi < 0 else hi))
+    return Shape(dims)
+
+
+def _dim_text(text: str) -> Dim:
+    token = text.strip()
+    if token in ("-1", "?", ""):
+        return Dim.unknown()
+    if token.isdigit():
+        return Dim.static(int(token))
+    match = _INTERVAL.fullmatch(token)
+    if match:
+        lo, hi = match.groups()
+        return Dim.interval(int(lo or 0), int(hi) if hi else None)
+    raise ModelError(f"cannot read the dimension {token!r}")
+
+
+def _shape_text(dims: list[str]) -> Shape:
+    return Shape(_dim_text(d) for d in dims)
+
+
+def _node(
+    layer: _Layer,
+    edges: dict[tuple[str, str], str],
+    shapes: dict[str, list[Shape]],
+    constants: dict[str, tuple[int, ...]],
+    graph: Graph,
+    path: str,
+) -> Node:
+    try:
+        written = [_shape_text(dims) for _, dims, _ in layer.outputs]
+        if layer.type == "Parameter" and "shape" in layer.data and written:
+            written[0] = _parameter_shape(layer.data["shape"])
+    except (ModelError, BroadcastError) as err:
+        raise ModelError(f"{path}: layer {layer.name!r}: {err}") from None
+    outputs = tuple(layer.values)
+    known = shapes.get(layer.name)
+    out_shapes = tuple(known) if known and len(known) == len(outputs) else tuple(written)
+    for name, (_, _, precision), shape in zip(outputs, layer.outputs, out_shapes, strict=True):
+        size = _ITEM_SIZE.get(precision.upper())
+        if size is not None:
+            graph.item_sizes[name] = size
+        if layer.type in ("Parameter", "Const"):
+            graph.shapes[name] = shape
+    if layer.type == "Const" and outputs:
+        value = constants.get(layer.name) if shapes else _bin_constant(layer, path)
+        if value is not None:
+            graph.constants[outputs[0]] = value
+    inputs = tuple(edges.get((layer.id, port), "") for port, _ in layer.inputs)
+    return Node(layer.name, layer.type, inputs, outputs, output_shapes=out_shapes)
+
+
+def _parameter_shape(text: str) -> Shape:
+    if text.strip() in ("...", "[...]"):
+        return Shape.dynamic()
+    return Shape(_dim_text(d) for d in text.split(",") if d.strip()) if text else Shape(())
+
+
+def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
+    data = layer.data
+    fields: dict[str, Any] = {
+        "name": node.name,
+        "op": node.op,
+        "inputs": node.inputs,
+        "outputs": node.outputs,
+        "output_shapes": node.output_shapes,
+    }
+    if layer.type in ELEMENTWISE_OPS or layer.type == "Select":
+        mode = _AUTO_BROADCAST.get(data.get("auto_broadcast", "numpy").lower())
+        if mode is None:
+            return node
+        key = _ELEMENTWISE_AXIS_KEY
+        rule = Rule.SELECT if layer.type == "Select" else Rule.ELEMENTWISE
+    elif layer.type == "Broadcast":
+        mode = _BROADCAST_MODE.get(data.get("mode", "numpy").lower())
+        if mode is None:
+            return node
+        key = _AXIS_KEY.get((layer.type, layer.version), "mode.mode.axis")
+        rule = Rule.BROADCAST
+        if mode is Mode.EXPLICIT and len(node.inputs) > 2:
+            fields["axes_mapping"] = graph.constants.get(node.inputs[2])
+    else:
+        return node
+    fields.update(rule=rule, mode=mode)
+    if mode is Mode.PDPD:
+        written = data.get(key)
+        # Absent: OpenVINO reads axis 0 (its default-constructed spec), not the spec's -1.
+        fields["axis"] = int(written) if written is not None and _is_int(written) else 0
+        fields["axis_written"] = written is not None
+    return Node(**fields)
+
+
+def _is_int(text: str) -> bool:
+    return text.strip().lstrip("-").isdigit()
+
+
+def _bin_constant(layer: _Layer, path: str) -> tuple[int, ...] | None:
+    """Read a small integer constant from the ``.bin`` beside the XML (fallback path)."""
+    dtype = _INT_TYPES.get(layer.data.get("element_type", ""))
+    try:
+        offset = int(layer.data.get("offset", "-1"))
+        size = int(layer.data.get("size", "-1"))
+    except ValueError:
+        return None
+    if dtype is None or offset < 0 or not 0 < size <= _MAX_CONSTANT_BYTES:
+        return None
+    bin_path = os.path.splitext(path)[0] + ".bin"
+    try:
+        with open(bin_path, "rb") as handle:
+            handle.seek(offset)
+            raw = handle.read(size)
+    except OSError:
+        return None
+    if len(raw) != size or size % np.dtype(dtype).itemsize:
+        return None
+    return tuple(int(v) for v in np.frombuffer(raw, dtype=dtype))
