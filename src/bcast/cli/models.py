@@ -106,6 +106,15 @@ class _DimBinding(_BindingParam):
         return name.strip(), int(number)
 
 
+_dim_option = click.option(
+    "--dim",
+    "bindings",
+    multiple=True,
+    type=_DimBinding(),
+    help="Give a symbolic dim a value, e.g. --dim batch=4 (repeatable).",
+)
+
+
 def _dims(bindings: Sequence[tuple[str, int]]) -> dict[str, int]:
     return dict(bindings)
 
@@ -145,13 +154,7 @@ Examples:
   bcast check model.xml --json""",
 )
 @click.argument("models", nargs=-1, required=True, metavar="MODEL...")
-@click.option(
-    "--dim",
-    "bindings",
-    multiple=True,
-    type=_DimBinding(),
-    help="Give a symbolic dim a value, e.g. --dim batch=4 (repeatable).",
-)
+@_dim_option
 @click.option(
     "--max-elements",
     type=click.IntRange(min=1),
@@ -344,13 +347,7 @@ Examples:
     show_default=True,
     help="Comma-separated runtimes to compare with bcast (those installed are used).",
 )
-@click.option(
-    "--dim",
-    "bindings",
-    multiple=True,
-    type=_DimBinding(),
-    help="Give a symbolic dim a value, e.g. --dim batch=4 (repeatable).",
-)
+@_dim_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def verify(
