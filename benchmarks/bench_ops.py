@@ -30,6 +30,8 @@ from typing import Any
 # spinning OpenMP pool (PyTorch) would steal a core from whoever runs next. Must precede the
 # torch import.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# bcast's knob, as every library's: THREADS threads (otherwise it uses the cores it finds free).
+os.environ.setdefault("BCAST_NUM_THREADS", "2")
 
 import numpy as np
 
@@ -349,6 +351,111 @@ def bcast_peers(spec: CaseSpec, xs: list[np.ndarray], out: np.ndarray) -> list[h
     ]
 
 
+# --------------------------------------------------------------------------------------------
+# GPU peers: only where a CUDA device is present (never on the 2-core reference machine). The
+# same operators on device arrays: PyTorch CUDA, CuPy, and bcast.ops on both through the
+# array-API path (which keeps everything on the device). Each call synchronises the device so
+# that the time is the kernel's, not the launch's. The device's own copy bandwidth (a
+# device-to-device copy of 256 MiB) is the reference for the GPU peers' bandwidth fractions.
+
+
+def cuda_available() -> bool:
+    try:
+        torch = importlib.import_module("torch")
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def _torch_call(op: str, torch: Any, ts: list[Any], shape: tuple[int, ...], out: Any = None) -> Any:
+    if op == "expand":
+        return ts[0].expand(shape).contiguous() if out is None else out.copy_(ts[0].expand(shape))
+    fn = {"add": torch.add, "pow": torch.pow, "where": torch.where}[op]
+    return fn(*ts) if out is None else fn(*ts, out=out)
+
+
+def gpu_peers(spec: CaseSpec, xs: list[np.ndarray], out: np.ndarray) -> list[h.Peer]:
+    if not cuda_available():
+        return []
+    torch = importlib.import_module("torch")
+    bops = importlib.import_module("bcast.ops")
+    shape = tuple(out.shape)
+    ts = [torch.from_numpy(x).cuda() for x in xs]
+    tout = torch.empty(shape, dtype=ts[0].dtype if spec.op != "where" else ts[1].dtype,
+                       device="cuda")  # fmt: skip
+    sync = torch.cuda.synchronize
+
+    def timed(call: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            result = call()
+            sync()
+            return result
+
+        return run
+
+    def to_np(t: Any) -> np.ndarray:
+        return np.asarray(t.cpu().numpy())
+
+    fn = getattr(bops, spec.op)
+    args = (lambda: (ts[0], shape)) if spec.op == "expand" else (lambda: tuple(ts))
+    peers = [
+        h.Peer("torch cuda", "GPU", timed(lambda: _torch_call(spec.op, torch, ts, shape)),
+               to_numpy=to_np),
+        h.Peer("torch cuda out=", "GPU",
+               timed(lambda: _torch_call(spec.op, torch, ts, shape, tout)), to_numpy=to_np),
+        h.Peer("bcast torch cuda", "GPU", timed(lambda: fn(*args())), to_numpy=to_np),
+        h.Peer("bcast torch cuda out=", "GPU", timed(lambda: fn(*args(), out=tout)),
+               to_numpy=to_np),
+    ]  # fmt: skip
+    try:
+        cp = importlib.import_module("cupy")
+    except ImportError as exc:
+        return [*peers, h.Peer("cupy", "GPU", None, skip=f"cupy not installed ({exc})")]
+    cs = [cp.asarray(x) for x in xs]
+    cout = cp.empty(shape, dtype=out.dtype)
+    cargs = (lambda: (cs[0], shape)) if spec.op == "expand" else (lambda: tuple(cs))
+    csync = cp.cuda.Device().synchronize
+    if spec.op == "expand":
+        plain = lambda: cp.broadcast_to(cs[0], shape).copy()  # noqa: E731
+    else:
+        ufunc = {"add": cp.add, "pow": cp.power, "where": cp.where}[spec.op]
+        plain = lambda: ufunc(*cs)  # noqa: E731
+
+    def ctimed(call: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            result = call()
+            csync()
+            return result
+
+        return run
+
+    return [
+        *peers,
+        h.Peer("cupy", "GPU", ctimed(plain), to_numpy=cp.asnumpy),
+        h.Peer("bcast cupy", "GPU", ctimed(lambda: fn(*cargs())), to_numpy=cp.asnumpy),
+        h.Peer("bcast cupy out=", "GPU", ctimed(lambda: fn(*cargs(), out=cout)),
+               to_numpy=cp.asnumpy),
+    ]  # fmt: skip
+
+
+def gpu_copy_bandwidth(n_bytes: int = 256 * 2**20, samples: int = 9) -> float | None:
+    """Device-to-device copy bandwidth (GB/s, read + write counted, as STREAM Copy)."""
+    if not cuda_available():
+        return None
+    torch = importlib.import_module("torch")
+    a = torch.ones(n_bytes // 4, dtype=torch.float32, device="cuda")
+    b = torch.empty_like(a)
+    b.copy_(a)
+    torch.cuda.synchronize()
+    rates = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        b.copy_(a)
+        torch.cuda.synchronize()
+        rates.append(2 * n_bytes / (time.perf_counter() - t0) / 1e9)
+    return h.median(rates)
+
+
 BUILDERS = [
     bcast_peers,
     numpy_peers,
@@ -356,6 +463,7 @@ BUILDERS = [
     onnxruntime_peers,
     openvino_peers,
     torch_peers,
+    gpu_peers,
 ]
 
 
@@ -452,6 +560,13 @@ def run_case(spec: CaseSpec, settings: Settings, probe: h.StreamProbe) -> h.Case
             r.number = numbers[r.name]
     case.stream = probe.summary()
     h.summarize(case, case.stream.get("gbps"))
+    gpu_gbps = gpu_copy_bandwidth() if any(p.family == "GPU" for p in case.peers) else None
+    if gpu_gbps:
+        # GPU peers: the fraction of the device's own copy bandwidth, not the host's STREAM.
+        case.stream["gpu_copy_gbps"] = gpu_gbps
+        for p in case.peers:
+            if p.family == "GPU" and p.gbps:
+                p.fraction_of_stream = p.gbps / gpu_gbps
     if not load.get("quiet", True):
         case.notes.append(
             f"machine not quiet: {load['background_cores_before']} busy cores after "
@@ -507,6 +622,11 @@ def run(case_names: Sequence[str], settings: Settings, *, quick: bool) -> dict[s
     notes = []
     if any(p["family"] == "bcast" and p["status"] == "skipped" for c in cases for p in c["peers"]):
         notes.append("bcast.ops was not importable when this ran: its rows are skipped.")
+    if not cuda_available():
+        notes.append(
+            "No CUDA device on this machine: the GPU peers (PyTorch CUDA, CuPy, bcast.ops on "
+            "their device arrays) and the device copy-bandwidth probe were not run."
+        )
     return {
         "schema": h.SCHEMA,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),

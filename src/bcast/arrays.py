@@ -7,8 +7,9 @@ own ``broadcast_to``. Both steps only insert or remove axes of length 1 and set 
 so the result is a view whatever its size: O(1) time and memory.
 
 NumPy arrays take a direct path. Any other array goes through the namespace that
-`array_api_compat` gives it (PyTorch, CuPy, JAX, Dask, array-api-strict), imported only
-then, so ``import bcast`` loads neither NumPy nor array-api-compat.
+`array_api_compat` gives it (PyTorch, CuPy, JAX, array-api-strict), imported only
+then, so ``import bcast`` loads neither NumPy nor array-api-compat. Dask arrays, alone or
+with NumPy ones, go to ``bcast._dask`` (lazy, chunk-aware views; imported only then).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class Array(Protocol):
 
 
 ArrayT = TypeVar("ArrayT", bound=Array)
+
+_DASK_CORE = "dask.array.core"  # the module of dask.array.Array (see `is_dask`)
 
 # x plays B / data, the target shape plays A / target: the order `plan` takes them in, and
 # the index of x among them.
@@ -131,6 +134,11 @@ def broadcast_to(
     ...
     bcast.errors.BroadcastError: unidirectional: B [2,3] has rank 2, more than A [3] (rank 1); ...
     """
+    if is_dask(x):  # Dask hook: lazy, chunk-aware views (bcast._dask, imported only now)
+        from bcast import _dask
+
+        lazy: ArrayT = _dask.broadcast_to(x, shape, mode=mode, axis=axis, axes_mapping=axes_mapping)
+        return lazy
     target = static_shape(shape, "shape")
     the_plan, index = plan_to_target(
         shape_of(x), target, mode=mode, axis=axis, axes_mapping=axes_mapping
@@ -182,6 +190,12 @@ def broadcast_arrays(
     >>> b.shape
     (2, 3, 4)
     """
+    if _DASK_CORE in sys.modules and any(is_dask(x) for x in arrays):  # Dask hook (bcast._dask)
+        namespace_of(*arrays)  # Dask and NumPy only, or TypeError
+        from bcast import _dask
+
+        lazy: tuple[ArrayT, ...] = _dask.broadcast_arrays(*arrays, mode=mode, axis=axis)
+        return lazy
     the_plan = plan(*(shape_of(x) for x in arrays), mode=mode, axis=axis)
     if arrays:
         namespace_of(*arrays)  # one library for all, or TypeError
@@ -227,7 +241,7 @@ def shape_of(x: object) -> tuple[int, ...]:
 
 
 def plan_to_target(
-    x_shape: tuple[int, ...],
+    x_shape: tuple[int | None, ...],
     target: tuple[int, ...],
     *,
     mode: str | Mode,
@@ -267,7 +281,49 @@ def namespace_of(*arrays: object) -> Any:
             raise TypeError(f"expected an array (with shape and dtype); got {type(x).__name__}")
     from array_api_compat import array_namespace
 
+    # Dask hook: NumPy operands may join Dask ones (bcast._dask wraps them lazily).
+    if (
+        np is not None
+        and any(is_dask(x) for x in arrays)
+        and all(is_dask(x) or isinstance(x, (np.ndarray, np.generic)) for x in arrays)
+    ):
+        return array_namespace(*(x for x in arrays if is_dask(x)))
     return array_namespace(*arrays)
+
+
+def is_dask(x: object) -> bool:
+    """Tell whether ``x`` is a Dask array, without importing Dask.
+
+    A Dask array can only exist once ``dask.array`` is imported, so this is one dictionary
+    lookup when it is not.
+    """
+    core = sys.modules.get(_DASK_CORE)
+    return core is not None and isinstance(x, core.Array)
+
+
+def is_dask_namespace(xp: object) -> bool:
+    """Tell whether ``xp`` is array-api-compat's namespace for Dask arrays."""
+    return getattr(xp, "__name__", None) == "array_api_compat.dask.array"
+
+
+def dims_of(x: object) -> tuple[int | None, ...]:
+    """Return an array's dims for planning: `shape_of`, with a Dask dim of unknown length as None.
+
+    None is ``?`` in the Shape the rules get, so the checks that the known dims decide still
+    run. Other arrays go through `shape_of` (which rejects unknown dims).
+
+    >>> import numpy as np
+    >>> dims_of(np.ones((2, 3)))
+    (2, 3)
+    """
+    shape = getattr(x, "shape", None)
+    if type(shape) is tuple and all(type(d) is int for d in shape):
+        return shape
+    if is_dask(x):
+        from bcast import _dask
+
+        return _dask.dims_of(x)
+    return shape_of(x)
 
 
 def aligned_view(x: Any, the_plan: Plan, index: int, *, broadcast: bool, xp: Any = None) -> Any:

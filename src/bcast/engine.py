@@ -1,27 +1,45 @@
 """The execution engine: the one place where operator kernels run.
 
 An operator hands over a `Plan`, a `Kernel` and its operands. The engine reshapes each
-operand to the plan's aligned shape (a view), checks the memory guard, allocates the
-result once (or validates ``out=``), and lets the kernel write into it. NumPy kernels write
-with ``out=``, without temporaries of the output's size for the plain element-wise
-operators; other array libraries run the kernel's array-API form through their namespace.
+operand to the plan's aligned shape (a view), checks the memory guard, allocates the result
+once (or validates ``out=``), and lets the kernel write into it, without temporaries of the
+output's size for the plain element-wise operators. Other array libraries (PyTorch, CuPy,
+JAX, ...) run the kernel's array-API form through their own namespace, on their own device:
+nothing is copied to the host.
 
-Keeping every kernel call here is what lets a later version split the output into blocks
-and run them on threads without touching the operators.
+Large NumPy work goes through one path (`_compute`):
+
+1. `bcast._layout.arrange` re-views the output and the operands in the output's memory
+   order, merges axes, and tiles a small broadcast operand so that the innermost loop is long
+   and contiguous;
+2. `bcast._layout.blocks` cuts that into blocks (a few per thread for one-pass kernels,
+   cache-sized for kernels that pass over their output several times);
+3. `bcast._parallel.run_blocks` runs the kernel on the blocks on the engine's threads
+   (as many as cores are free; ``BCAST_NUM_THREADS`` or `settings` override).
+
+Every kernel is element-wise, so blocks and threads never change a value: the result is the
+single-threaded one, bit for bit. Small work (below about a millisecond) runs as one kernel
+call in the caller's thread; the binary operators also have a fast path for tiny NumPy
+inputs (``bcast.ops._binary``) that is one dictionary lookup and one ufunc call, run
+through `quiet_run`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+import contextvars
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 import numpy as np
 
-from bcast.arrays import aligned_view, output_shape, shape_of
+from bcast import _layout, _parallel
+from bcast.arrays import aligned_view, is_dask_namespace, output_shape, shape_of
 from bcast.plans import Plan
 
-__all__ = ["Kernel", "execute"]
+__all__ = ["Kernel", "Settings", "execute", "get_settings", "settings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +56,153 @@ class Kernel:
     single_pass : bool
         True when ``numpy`` is one ufunc call, which NumPy makes safe when ``out`` overlaps
         an operand; otherwise the engine computes into a fresh array and copies.
+    ufunc : numpy.ufunc or None
+        Set when ``numpy`` is exactly ``ufunc(*operands, out=out)`` for operands of one
+        dtype (the tiny fast path calls it directly).
+    blockwise : bool
+        True when any block of the output is computed from the same block of the operands
+        alone (every kernel but Gemm's): the engine may then split the work.
+    precheck : callable or None
+        ``precheck(out, *operands)``, run once on the whole operands before anything is
+        written, for errors a block could otherwise find after others were written
+        (integer division by zero).
+    prepare : callable or None
+        ``prepare(dtype, operands) -> (block_kernel, operands)``: a faster form of the
+        kernel for large work, with operands converted once at their own size (Where's
+        condition as a bit mask). Its results are those of ``numpy``, bit for bit.
+    cost : float
+        Work per output element relative to an addition (for the threading threshold).
+    passes : int
+        How many times ``numpy`` walks its output (more than one: cache-sized blocks).
     """
 
     numpy: Callable[..., None]
     generic: Callable[..., Any]
     single_pass: bool = False
+    ufunc: Any = None
+    blockwise: bool = True
+    precheck: Callable[..., None] | None = None
+    prepare: Callable[..., tuple[Callable[..., None], list[Any]]] | None = None
+    cost: float = 1.0
+    passes: int = 1
+
+
+# -- settings ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The engine's knobs (see `settings`).
+
+    Attributes
+    ----------
+    threads : int or None
+        Threads for large work; None: the free cores (``BCAST_NUM_THREADS`` if set).
+    parallel_min : int
+        Work (output elements times the kernel's cost) below which one call does it all.
+    block_bytes : int
+        Output bytes per block for kernels that pass over their output several times.
+    blocks_per_thread : int
+        Blocks per thread for one-pass kernels (more balance the load on a busy machine).
+    max_tile_bytes : int
+        Bytes that tiles of small operands may take, per call (and at most 1/32 of the
+        output's).
+    """
+
+    threads: int | None = None
+    parallel_min: int = 1 << 18
+    block_bytes: int = 1 << 20
+    blocks_per_thread: int = 4
+    max_tile_bytes: int = 1 << 22
+
+
+_settings = Settings()
+
+
+def get_settings() -> Settings:
+    """Return the settings in force."""
+    return _settings
+
+
+@contextmanager
+def settings(**changes: Any) -> Iterator[Settings]:
+    """Change the engine's `Settings` for a ``with`` block (process-wide), then restore them.
+
+    >>> import bcast.engine
+    >>> with bcast.engine.settings(threads=1) as s:
+    ...     s.threads
+    1
+    """
+    global _settings
+    saved = _settings
+    _settings = replace(saved, **changes)
+    try:
+        yield _settings
+    finally:
+        _settings = saved
+
+
+def _threads(work: float) -> int:
+    chosen = _settings.threads
+    if chosen is None:
+        env = os.environ.get("BCAST_NUM_THREADS", "")
+        chosen = int(env) if env.strip().isdigit() and int(env) > 0 else _parallel.free_cores()
+    return max(1, min(chosen, int(work // max(1, _settings.parallel_min)) or 1))
+
+
+# -- NumPy's error state -------------------------------------------------------------------
+# ONNX arithmetic is IEEE / C arithmetic: 1/0 is inf, integers wrap; NumPy's warnings about
+# it are noise here. ``with np.errstate(...)`` costs more than a tiny ufunc call; with NumPy
+# 2 the error state is a context variable, so a Context holding "ignore" runs a call quietly
+# for the price of entering it.
+
+
+def _make_quiet_context() -> contextvars.Context | None:
+    before = np.geterr()
+    context = contextvars.Context()
+    context.run(np.errstate(all="ignore").__enter__)
+    if np.geterr() != before:  # NumPy < 2: the error state is process-wide; undo
+        np.seterr(**before)
+        return None
+    return context
+
+
+_QUIET: Final = _make_quiet_context()
+quiet_run: Callable[..., Any] | None = None if _QUIET is None else _QUIET.run
+"""``quiet_run(fn, *args)``: ``fn(*args)`` with NumPy's floating-point warnings off (None
+before NumPy 2). Raises RuntimeError (before calling ``fn``) when another thread is inside."""
+
+
+def _quietly(fn: Callable[..., Any], *args: Any) -> Any:
+    if quiet_run is not None:
+        try:
+            return quiet_run(fn, *args)
+        except RuntimeError as exc:  # another thread holds the context: use the slow way
+            if "cannot enter context" not in str(exc):
+                raise
+    with np.errstate(all="ignore"):
+        return fn(*args)
+
+
+def _worker_quiet() -> AbstractContextManager[Any]:
+    return np.errstate(all="ignore")
+
+
+def _worker_setup(bufsize: int | None) -> Callable[[], AbstractContextManager[Any]]:
+    """Each thread's context for its blocks: warnings off, NumPy's buffer matched to rows."""
+    if bufsize is None or quiet_run is None:  # NumPy < 2: the buffer size is process-wide
+        return _worker_quiet
+
+    @contextmanager
+    def setup() -> Iterator[None]:
+        with np.errstate(all="ignore"):  # restores the buffer size too on exit
+            np.setbufsize(bufsize)
+            yield
+
+    return setup
+
+
+# -- execute -------------------------------------------------------------------------------
 
 
 def execute(
@@ -91,6 +251,10 @@ def execute(
     ValueError
         If ``out`` has the wrong shape or is read-only.
     """
+    if xp is not None and is_dask_namespace(xp):  # Dask hook: lazy, per block (bcast._dask)
+        from bcast import _dask
+
+        return _dask.execute(op, plan, kernel, operands, dtype=dtype, out=out, slots=slots)
     shape = output_shape(plan)
     indices = range(len(operands)) if slots is None else slots
     if xp is None:
@@ -114,22 +278,77 @@ def _run_numpy(
     dtype: np.dtype[Any],
     out: Any,
 ) -> Any:
-    if out is not None:
-        if not isinstance(out, np.ndarray):
-            raise TypeError(f"{op}: out must be a NumPy array like the operands; got {type(out)}")
-        _check_out(op, shape_of(out), shape, str(out.dtype), str(dtype))
-        if not out.flags.writeable:
-            raise ValueError(f"{op}: out is read-only")
-        if not kernel.single_pass and any(np.may_share_memory(out, v) for v in views):
-            result = _allocate(op, shape, dtype)
-            _call(kernel, result, views)
-            np.copyto(out, result)
+    if out is None:
+        result = _allocate(op, shape, dtype)
+        _compute(kernel, result, views)
+        return result
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{op}: out must be a NumPy array like the operands; got {type(out)}")
+    _check_out(op, out.shape, shape, str(out.dtype), str(dtype))
+    if not out.flags.writeable:
+        raise ValueError(f"{op}: out is read-only")
+    overlap = [v for v in views if np.may_share_memory(out, v)]
+    if overlap and not (kernel.single_pass and all(_same_elements(out, v) for v in overlap)):
+        if kernel.single_pass:  # one ufunc call: NumPy makes overlap safe
+            _quietly(kernel.numpy, out, *views)
             return out
-        _call(kernel, out, views)
+        result = _allocate(op, shape, dtype)
+        _compute(kernel, result, views)
+        _compute(_COPY, out, [result])
         return out
-    result = _allocate(op, shape, dtype)
-    _call(kernel, result, views)
-    return result
+    _compute(kernel, out, views)
+    return out
+
+
+def _same_elements(out: np.ndarray[Any, Any], view: np.ndarray[Any, Any]) -> bool:
+    """Tell whether ``view`` reads, for each output element, exactly that element of ``out``.
+
+    Then a block reads only what it writes itself, and splitting is safe.
+    """
+    return (
+        view.shape == out.shape
+        and view.strides == out.strides
+        and view.dtype == out.dtype
+        and view.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+    )
+
+
+def _compute(kernel: Kernel, out: np.ndarray[Any, Any], views: list[Any]) -> None:
+    """Write the kernel's result into ``out``: one call for small work, else blocks on threads."""
+    work = out.size * kernel.cost
+    if work < _settings.parallel_min or not kernel.blockwise:
+        _quietly(kernel.numpy, out, *views)
+        return
+    if kernel.precheck is not None:
+        _quietly(kernel.precheck, out, *views)
+    fn, operands = (kernel.numpy, views)
+    if kernel.prepare is not None:
+        fn, operands = _quietly(kernel.prepare, out.dtype, views)
+    arranged = _layout.arrange(out, operands, max_tile_bytes=_settings.max_tile_bytes)
+    if arranged is None:  # out overlaps itself: no split
+        _quietly(fn, out, *operands)
+        return
+    target, sources = arranged
+    threads = _threads(work)
+    if kernel.passes > 1:
+        per_block = max(1, _settings.block_bytes // out.itemsize)
+    else:
+        per_block = -(-target.size // (threads * _settings.blocks_per_thread))
+    pieces = _layout.blocks(target.shape, per_block)
+
+    def task(i: int) -> None:
+        index = pieces[i]
+        fn(target[index], *(s[index] for s in sources))
+
+    inner = target.shape[-1] if target.ndim else 1
+    _parallel.run_blocks(task, len(pieces), threads, _worker_setup(_layout.buffer_size(inner)))
+
+
+def _copy_numpy(out: Any, x: Any) -> None:
+    np.copyto(out, x)
+
+
+_COPY: Final = Kernel(_copy_numpy, lambda xp, x: xp.asarray(x, copy=True), single_pass=True)
 
 
 def _allocate(op: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
@@ -137,13 +356,6 @@ def _allocate(op: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
 
     _guard.check(op, shape, dtype, dtype.itemsize)
     return np.empty(shape, dtype=dtype)
-
-
-def _call(kernel: Kernel, out: Any, views: list[Any]) -> None:
-    # ONNX arithmetic is IEEE / C arithmetic: 1/0 is inf, integers wrap; NumPy's warnings
-    # about it are noise here.
-    with np.errstate(all="ignore"):
-        kernel.numpy(out, *views)
 
 
 def _run_generic(
@@ -155,6 +367,8 @@ def _run_generic(
     out: Any,
     xp: Any,
 ) -> Any:
+    # Everything here stays in ``xp`` and on the operands' device (CuPy, torch CUDA): no
+    # np.asarray, no host copies.
     from array_api_compat import array_namespace, is_lazy_array
 
     from bcast.ops import _guard  # at call time: bcast.ops imports this module
@@ -183,3 +397,9 @@ def _check_out(op: str, got: tuple[int, ...], shape: tuple[int, ...], have: str,
         raise ValueError(f"{op}: out has shape {list(got)}; the result's is {list(shape)}")
     if have != want:
         raise TypeError(f"{op}: out has dtype {have}; the result's is {want}")
+
+
+# -- the tiny fast path --------------------------------------------------------------------
+
+TINY: Final = 4096
+"""Binary calls whose operand sizes multiply to at most this take the tiny path."""

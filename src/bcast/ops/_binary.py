@@ -7,15 +7,20 @@ Xor-7: multidirectional broadcasting (``broadcast="numpy"``), or OpenVINO's ``no
 
 from __future__ import annotations
 
-from typing import Any, Final
+import functools
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
-from bcast.arrays import Array, shape_of
+import numpy as np
+
+from bcast import engine
+from bcast.arrays import Array, dims_of
 from bcast.engine import Kernel, execute
 from bcast.errors import BroadcastError
 from bcast.modes import Mode
-from bcast.ops import _kernels
+from bcast.ops import _guard, _kernels
 from bcast.ops._common import check_operands
-from bcast.ops._dtypes import FLOAT
+from bcast.ops._dtypes import FLOAT, SIGNATURES, fixed_output
 from bcast.rules import plan
 
 __all__ = [
@@ -33,6 +38,11 @@ __all__ = [
 ]
 
 _MODES: Final = (Mode.NUMPY, Mode.NONE, Mode.PDPD)
+_NDARRAY: Final = np.ndarray
+_DEFAULT_AXIS: Final = -1  # compared by identity: any other object takes the full path
+_NUMPY: Final = "numpy"  # the default of ``broadcast``, likewise
+_TINY_SIZE: Final = engine.TINY
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _binary(op: str, a: Any, b: Any, broadcast: str | Mode, axis: int, out: Any) -> Any:
@@ -44,7 +54,7 @@ def _binary(op: str, a: Any, b: Any, broadcast: str | Mode, axis: int, out: Any)
             f"got {broadcast!r}",
             mode=mode.value,
         )
-    the_plan = plan(shape_of(a), shape_of(b), mode=mode, axis=axis)
+    the_plan = plan(dims_of(a), dims_of(b), mode=mode, axis=axis)  # dims_of: Dask's ? dims
     kernel = _kernel(op, checked.names)
     return execute(op, the_plan, kernel, (a, b), dtype=checked.dtype, out=out, xp=checked.xp)
 
@@ -59,6 +69,88 @@ def _kernel(op: str, names: list[str]) -> Kernel:
     return _kernels.BINARY[op]
 
 
+def _tiny_ufuncs(op: str) -> dict[np.dtype[Any], Any]:
+    """Map each NumPy dtype whose kernel for ``op`` (both operands of it) is one ufunc to it."""
+    sig = SIGNATURES[op]
+    found: dict[np.dtype[Any], Any] = {}
+    for name in sorted(sig.allowed[sig.inputs[0]]):
+        if name in ("string", "bfloat16"):
+            continue
+        ufunc = _kernel(op, [name, name]).ufunc
+        if ufunc is not None:
+            found[np.dtype(name)] = ufunc
+    return found
+
+
+_TINY: Final = {
+    op: _tiny_ufuncs(op) if engine.quiet_run is not None else {}
+    for op in ("add", "sub", "mul", "div", "pow", "equal", "greater", "less", "and_", "or_", "xor")
+}
+_quiet_run: Any = engine.quiet_run
+
+
+def _tiny_path(op: str) -> Callable[[_F], _F]:
+    """Give a binary operator the tiny fast path in front of its full path.
+
+    NumPy operands of one dtype whose kernel is one ufunc, the default multidirectional
+    broadcast (NumPy's own: the ufunc applies exactly the plan), a result too small for the
+    memory guard or for threads (or an ``out=`` of an operand's shape and the result's
+    dtype): one lookup and one quiet ufunc call. Anything else, shapes that do not
+    broadcast included, takes the operator's full path, which explains.
+    """
+    table = _TINY[op]
+    fixed = None if fixed_output(op) is None else np.dtype(fixed_output(op))
+
+    def decorate(full: _F) -> _F:
+        @functools.wraps(full)
+        def run(
+            a: Any,
+            b: Any,
+            /,
+            *,
+            broadcast: Any = _NUMPY,
+            axis: Any = _DEFAULT_AXIS,
+            out: Any = None,
+        ) -> Any:
+            if (
+                type(a) is _NDARRAY
+                and type(b) is _NDARRAY
+                and broadcast is _NUMPY
+                and axis is _DEFAULT_AXIS
+            ):
+                dt = a.dtype
+                ufunc = table.get(dt)
+                if ufunc is not None and b.dtype is dt and a.size * b.size <= _TINY_SIZE:
+                    if out is None:
+                        if _guard.small_fits:
+                            try:
+                                result = _quiet_run(ufunc, a, b)
+                            except (ValueError, RuntimeError):
+                                pass  # no broadcast, or the quiet context is busy
+                            else:
+                                return result if type(result) is _NDARRAY else np.asarray(result)
+                    elif (
+                        type(out) is _NDARRAY
+                        and out.dtype is (fixed or dt)
+                        and (out.shape == a.shape or out.shape == b.shape)
+                    ):
+                        # out has the shape of an operand; the other one must broadcast to
+                        # it (else NumPy raises ValueError before writing), so it is the
+                        # result's shape. NumPy makes an out overlapping an operand safe.
+                        try:
+                            _quiet_run(ufunc, a, b, out=out)
+                        except (ValueError, RuntimeError):
+                            pass  # no broadcast, read-only out, or a busy context
+                        else:
+                            return out
+            return full(a, b, broadcast=broadcast, axis=axis, out=out)
+
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
+@_tiny_path("add")
 def add(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -107,6 +199,7 @@ def add(
     return _binary("add", a, b, broadcast, axis, out)
 
 
+@_tiny_path("sub")
 def sub(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -124,6 +217,7 @@ def sub(
     return _binary("sub", a, b, broadcast, axis, out)
 
 
+@_tiny_path("mul")
 def mul(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -141,6 +235,7 @@ def mul(
     return _binary("mul", a, b, broadcast, axis, out)
 
 
+@_tiny_path("div")
 def div(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -155,7 +250,8 @@ def div(
     ------
     ZeroDivisionError
         For an integer division by zero. onnxruntime fails the same way ("Integer division
-        by zero"); the ONNX reference returns 0. (Not detected on lazy Dask arrays.)
+        by zero"); the ONNX reference returns 0. On Dask arrays it is raised when the result
+        is computed.
 
     Examples
     --------
@@ -171,6 +267,7 @@ def div(
     return _binary("div", a, b, broadcast, axis, out)
 
 
+@_tiny_path("pow")
 def pow(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -207,6 +304,7 @@ def pow(
     return _binary("pow", a, b, broadcast, axis, out)
 
 
+@_tiny_path("equal")
 def equal(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -225,6 +323,7 @@ def equal(
     return _binary("equal", a, b, broadcast, axis, out)
 
 
+@_tiny_path("greater")
 def greater(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -242,6 +341,7 @@ def greater(
     return _binary("greater", a, b, broadcast, axis, out)
 
 
+@_tiny_path("less")
 def less(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -260,6 +360,7 @@ def less(
     return _binary("less", a, b, broadcast, axis, out)
 
 
+@_tiny_path("and_")
 def and_(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -283,6 +384,7 @@ def and_(
     return _binary("and_", a, b, broadcast, axis, out)
 
 
+@_tiny_path("or_")
 def or_(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:
@@ -300,6 +402,7 @@ def or_(
     return _binary("or_", a, b, broadcast, axis, out)
 
 
+@_tiny_path("xor")
 def xor(
     a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
 ) -> Any:

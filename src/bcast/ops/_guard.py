@@ -25,6 +25,10 @@ __all__ = ["MemoryLimitError", "check", "get_memory_limit", "memory_limit", "set
 _ALWAYS_FITS: Final = 16 * 2**20
 _limit: int | None = None
 _explicit = False
+# Results of at most this many bytes skip the guard on the operators' tiny fast path...
+SMALL_BYTES: Final = 1 << 20
+# ...while this is True: no limit was set, or the one set is at least SMALL_BYTES.
+small_fits = True
 
 
 class MemoryLimitError(MemoryError):
@@ -124,12 +128,11 @@ def set_memory_limit(nbytes: int | None) -> None:
     bcast.ops._guard.MemoryLimitError: add: the result [1000,1000] float64 needs 8000000 bytes ...
     >>> bcast.ops.set_memory_limit(None)
     """
-    global _limit, _explicit
     if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int)):
         raise TypeError(f"the memory limit must be an int or None; got {nbytes!r}")
     if nbytes is not None and nbytes < 0:
         raise ValueError(f"the memory limit must be 0 or more bytes; got {nbytes}")
-    _limit, _explicit = nbytes, nbytes is not None
+    _restore((nbytes, nbytes is not None))
 
 
 def get_memory_limit() -> int | None:
@@ -158,8 +161,9 @@ def memory_limit(nbytes: int | None) -> Iterator[None]:
 
 
 def _restore(saved: tuple[int | None, bool]) -> None:
-    global _limit, _explicit
+    global _limit, _explicit, small_fits
     _limit, _explicit = saved
+    small_fits = not _explicit or (_limit is not None and _limit >= SMALL_BYTES)
 
 
 def check(op: str, shape: Sequence[int], dtype: object, itemsize: int) -> None:

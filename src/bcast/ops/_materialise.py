@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from bcast.arrays import Array, plan_to_target, shape_of, static_shape
+from bcast.arrays import Array, dims_of, plan_to_target, static_shape
 from bcast.engine import execute
 from bcast.errors import BroadcastError
 from bcast.modes import Mode
@@ -63,7 +63,7 @@ def expand(x: Array, shape: ShapeLike, /, *, out: Array | None = None) -> Any:
     """
     checked = check_operands("expand", ("x",), (x,))
     target = static_shape(shape, "shape")
-    the_plan = plan(shape_of(x), target, mode="bidirectional")
+    the_plan = plan(dims_of(x), target, mode="bidirectional")  # dims_of: Dask's ? dims
     return execute(
         "expand", the_plan, _kernels.COPY, (x,), dtype=checked.dtype, out=out, xp=checked.xp
     )
@@ -146,7 +146,7 @@ def broadcast(
         )
     target = static_shape(target_shape, "target_shape")
     the_plan, index = plan_to_target(
-        shape_of(data), target, mode=parsed, axis=axis, axes_mapping=axes_mapping
+        dims_of(data), target, mode=parsed, axis=axis, axes_mapping=axes_mapping
     )
     return execute(
         "broadcast",

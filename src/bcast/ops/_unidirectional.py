@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcast.arrays import Array, shape_of
+from bcast.arrays import Array, dims_of, shape_of
 from bcast.engine import execute
 from bcast.ops import _kernels
 from bcast.ops._common import check_operands
@@ -113,7 +113,7 @@ def gemm(
     if c is None:
         the_plan = plan((m, n))
         return execute("gemm", the_plan, kernel, (), dtype=checked.dtype, out=out, xp=xp)
-    the_plan = plan((m, n), shape_of(c), mode="unidirectional")
+    the_plan = plan((m, n), dims_of(c), mode="unidirectional")  # dims_of: Dask's ? dims
     return execute("gemm", the_plan, kernel, (c,), dtype=checked.dtype, out=out, xp=xp, slots=(1,))
 
 
@@ -166,7 +166,7 @@ def prelu(x: Array, slope: Array, /, *, out: Array | None = None) -> Any:
     bcast.errors.BroadcastError: unidirectional: B [2,2] has rank 2, more than A [2] ...
     """
     checked = check_operands("prelu", ("x", "slope"), (x, slope))
-    the_plan = plan(shape_of(x), shape_of(slope), mode="unidirectional")
+    the_plan = plan(dims_of(x), dims_of(slope), mode="unidirectional")
     return execute(
         "prelu",
         the_plan,
