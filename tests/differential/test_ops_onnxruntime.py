@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import onnxruntime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +20,7 @@ from onnx_nodes import (
     broadcastable_operands,
     elements,
     run_ort,
+    run_reference,
     unidirectional_pair,
 )
 from onnxruntime.capi.onnxruntime_pybind11_state import (
@@ -276,11 +278,24 @@ def test_gemm_bad_bias_with_beta_zero_fails_in_both() -> None:
         ops.gemm(a, b, c, beta=0.0)
 
 
-def test_gemm_empty_product_keeps_beta_where_onnxruntime_drops_it() -> None:
-    # K = 0: A' @ B' is a zero matrix, so Y = beta * C. onnxruntime returns C unscaled; the
-    # reference and bcast return beta * C.
+def test_gemm_empty_product_keeps_beta_where_onnxruntime_before_1_32_drops_it() -> None:
+    # K = 0: A' @ B' is a zero matrix, so Y = beta * C. onnxruntime before 1.32 returned C
+    # unscaled; 1.32 returns beta * C, as the reference and bcast do.
     a, b = np.ones((2, 0), np.float32), np.ones((0, 3), np.float32)
     c = np.array([[1.0], [2.0]], np.float32)
+    spec = np.broadcast_to(3 * c, (2, 3))
+    np.testing.assert_array_equal(run_reference("Gemm", [a, b, c], np.float32, beta=3.0), spec)
+    np.testing.assert_array_equal(ops.gemm(a, b, c, beta=3.0), spec)
     theirs = run_ort("Gemm", [a, b, c], np.float32, beta=3.0)
-    np.testing.assert_array_equal(theirs, np.broadcast_to(c, (2, 3)))
-    np.testing.assert_array_equal(ops.gemm(a, b, c, beta=3.0), np.broadcast_to(3 * c, (2, 3)))
+    fixed = _version(onnxruntime.__version__) >= (1, 32)
+    np.testing.assert_array_equal(theirs, spec if fixed else np.broadcast_to(c, (2, 3)))
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """``"1.32.0"`` -> ``(1, 32, 0)`` (a suffix such as ``.dev1`` ends the numbers)."""
+    numbers = []
+    for part in text.split("."):
+        if not part.isdigit():
+            break
+        numbers.append(int(part))
+    return tuple(numbers)
