@@ -16,6 +16,8 @@ Writes, with ``onnx.helper`` (and ``openvino`` for the IR):
 - ``conditional.onnx``: [batch,4] + [2,4]: fails unless batch is 1 or 2.
 - ``prelu_channels.onnx``: PRelu slope [3] on X [1,3,2,3] (OpenVINO reads it per channel).
 - ``pdpd_no_axis.xml`` / ``.bin``: an OpenVINO IR whose pdpd Add has no axis attribute.
+- ``pdpd_subtract.xml`` / ``.bin``: an OpenVINO IR with a pdpd Subtract ``[2,1] - [2]``,
+  axis 0, whose axis OpenVINO's CPU plugin loses (``bcast verify`` shows it).
 
 The models are generated, never committed (``examples/models/`` is git-ignored).
 """
@@ -157,6 +159,27 @@ def pdpd_ir(directory: Path) -> Path | None:
     return path
 
 
+def pdpd_subtract_ir(directory: Path) -> Path | None:
+    """An OpenVINO IR with a pdpd Subtract [2,1] - [2], axis 0 (B covers A's axis 0)."""
+    try:
+        import openvino as ov
+        from openvino.utils.node_factory import NodeFactory
+    except ImportError:
+        print("openvino is not installed: skipping pdpd_subtract.xml", file=sys.stderr)
+        return None
+    a = ov.opset13.parameter([2, 1], np.float32, name="a")
+    b = ov.opset13.parameter([2], np.float32, name="b")
+    sub = NodeFactory("opset13").create(
+        "Subtract",
+        [a.output(0), b.output(0)],
+        {"auto_broadcast": "pdpd", "auto_broadcast.auto_broadcast_axis": 0},
+    )
+    sub.set_friendly_name("pdpd_subtract")
+    path = directory / "pdpd_subtract.xml"
+    ov.save_model(ov.Model([sub], [a, b], "pdpd_subtract"), path)
+    return path
+
+
 MODELS = {
     "block.onnx": block,
     "broken_add.onnx": broken_add,
@@ -175,9 +198,10 @@ def main(argv: list[str]) -> int:
         model = build()
         onnx.save(model, directory / name)
     written = [*MODELS]
-    ir = pdpd_ir(directory)
-    if ir is not None:
-        written.append(ir.name)
+    for build_ir in (pdpd_ir, pdpd_subtract_ir):
+        ir = build_ir(directory)
+        if ir is not None:
+            written.append(ir.name)
     print(f"wrote {len(written)} models to {directory}: {', '.join(written)}")
     return 0
 

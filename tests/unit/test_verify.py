@@ -2,12 +2,14 @@
 
 The known departures from the ONNX spec must be found: onnxruntime broadcasts PRelu's slope
 both ways (SEMANTICS R40), and OpenVINO applies a 1-D PRelu slope per channel while the
-spec's unidirectional rule aligns it to the last axis.
+spec's unidirectional rule aligns it to the last axis. For OpenVINO IR, the CPU plugin's
+lost PDPD axis (Subtract) and an IR's absent PDPD axis (OpenVINO reads 0, the spec -1).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -226,9 +228,148 @@ def test_unusable_model_exits_2_with_one_line(tmp_path):
     assert "not an ONNX model" in data["error"]
 
 
-def test_openvino_ir_is_not_a_verify_input(tmp_path):
+def test_xml_that_is_not_an_ir_exits_2_with_one_line(tmp_path):
+    pytest.importorskip("openvino")
     path = tmp_path / "m.xml"
     path.write_text("<net/>")
-    result = run("verify", str(path))
+    result = run("verify", str(path), "--runtime", "openvino")
     assert result.exit_code == 2
-    assert "bcast verify runs ONNX models" in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "not an OpenVINO IR" in line
+
+
+# -- OpenVINO IR ---------------------------------------------------------------------------
+
+
+def _ir(path: Path, op: str, shapes, mode: str, axis: int | None = None, *, strip=False) -> str:
+    """Save a one-node IR: ``op`` on parameters a, b with ``auto_broadcast`` = ``mode``."""
+    ov = pytest.importorskip("openvino")
+    from openvino.utils.node_factory import NodeFactory
+
+    params = [
+        ov.opset13.parameter(list(s), np.float32, name=n)
+        for n, s in zip("ab", shapes, strict=False)
+    ]
+    attrs = {"auto_broadcast": mode}
+    if axis is not None:
+        attrs["auto_broadcast.auto_broadcast_axis"] = axis
+    node = NodeFactory("opset13").create(op, [p.output(0) for p in params], attrs)
+    node.set_friendly_name(f"{mode}_{op.lower()}")
+    ov.save_model(ov.Model([node], params, "m"), path)
+    if strip:  # OpenVINO always writes the axis: remove it, as in hand-written IR
+        text = path.read_text()
+        stripped = re.sub(r'\s+auto_broadcast\.auto_broadcast_axis="[^"]*"', "", text)
+        assert stripped != text
+        path.write_text(stripped)
+    return str(path)
+
+
+def test_ir_pdpd_subtract_whose_axis_the_cpu_plugin_loses(tmp_path):
+    path = _ir(tmp_path / "sub.xml", "Subtract", [(2, 1), (2,)], "pdpd", 0)
+    code, data = verify_json(path, "--runtime", "openvino")
+    assert code == 1
+    assert data["runtimes"] == ["openvino"]
+    (node,) = data["nodes"]
+    assert node["node"] == "pdpd_subtract"
+    assert node["op"] == "Subtract"
+    assert (node["mode"], node["axis"]) == ("pdpd", 0)
+    assert [i["shape"] for i in node["inputs"]] == ["[2,1]", "[2]"]
+    # The spec: B [2] covers A's axis 0, so the result is A's shape [2,1].
+    assert node["results"]["bcast"]["shape"] == "[2,1]"
+    assert node["comparisons"]["openvino"]["agree"] is False
+    assert data["summary"] == {"nodes": 1, "disagreements": 1}
+
+
+def test_ir_bcast_values_are_the_spec_pdpd_subtract(tmp_path):
+    pytest.importorskip("openvino")
+    from bcast.openvino.verify import verify_ir
+
+    path = _ir(tmp_path / "sub.xml", "Subtract", [(2, 1), (2,)], "pdpd", 0)
+    outcome = verify_ir(path, seed=4)
+    (node,) = outcome.nodes
+    ours = node.results["bcast"].value
+    assert ours is not None
+    # Recompute from the inputs the verifier drew: B placed on A's axis 0.
+    rng = np.random.default_rng([4, 2])
+    a = rng.uniform(-2.0, 2.0, size=(2, 1)).astype(np.float32)
+    b = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float32)
+    np.testing.assert_allclose(ours, a - b.reshape(2, 1))
+
+
+def test_ir_pdpd_without_axis_is_reported_with_a_note(tmp_path):
+    path = _ir(tmp_path / "add.xml", "Add", [(2, 3, 4, 5), (4, 5)], "pdpd", 2, strip=True)
+    code, data = verify_json(path, "--runtime", "openvino")
+    assert code == 1
+    (node,) = data["nodes"]
+    assert node["node"] == "pdpd_add"
+    assert (node["mode"], node["axis"]) == ("pdpd", None)
+    # The spec's default axis -1 right-aligns [4,5] in [2,3,4,5]; OpenVINO reads 0 and fails.
+    assert node["results"]["bcast"]["shape"] == "[2,3,4,5]"
+    assert node["comparisons"]["openvino"]["agree"] is False
+    (note,) = data["notes"]
+    assert "pdpd_add" in note
+    assert "no auto_broadcast.auto_broadcast_axis attribute" in note
+    result = run("verify", path, "--runtime", "openvino")
+    assert result.exit_code == 1
+    assert "auto_broadcast.auto_broadcast_axis" in result.stdout
+
+
+def test_ir_clean_numpy_add_exits_0(tmp_path):
+    path = _ir(tmp_path / "add.xml", "Add", [(2, 3), (3,)], "numpy")
+    code, data = verify_json(path, "--seed", "3")
+    assert code == 0
+    assert data["seed"] == 3
+    assert data["runtimes"] == ["openvino"]
+    (note,) = data["notes"]
+    assert "onnxruntime cannot run OpenVINO IR" in note
+    (node,) = data["nodes"]
+    assert node["comparisons"]["openvino"]["agree"] is True
+    assert node["results"]["bcast"]["shape"] == "[2,3]"
+    result = run("verify", path)
+    assert result.exit_code == 0
+    assert "every runtime agrees with bcast" in result.stdout
+
+
+def test_ir_with_onnxruntime_alone_exits_2_with_one_line(tmp_path):
+    path = _ir(tmp_path / "add.xml", "Add", [(2, 3), (3,)], "numpy")
+    result = run("verify", path, "--runtime", "onnxruntime")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "onnxruntime cannot run OpenVINO IR" in line
+    data = json.loads(run("verify", "--json", path, "--runtime", "onnxruntime").stdout)
+    assert "onnxruntime cannot run OpenVINO IR" in data["error"]
+
+
+def test_ir_broadcast_select_and_integer_nodes_agree(tmp_path):
+    ov = pytest.importorskip("openvino")
+    from openvino.utils.node_factory import NodeFactory
+
+    data = ov.opset13.parameter([3], np.float32, name="data")
+    cond = ov.opset13.parameter(ov.PartialShape([-1, 3]), np.bool_, name="cond")
+    i = ov.opset13.parameter([2, 3], np.int32, name="i")
+    j = ov.opset13.parameter([3], np.int32, name="j")
+    target = ov.opset13.constant(np.array([3, 2], np.int64))
+    mapping = ov.opset13.constant(np.array([0], np.int64))
+    explicit = NodeFactory("opset3").create(
+        "Broadcast", [data.output(0), target.output(0), mapping.output(0)], {"mode": "explicit"}
+    )
+    explicit.set_friendly_name("explicit")
+    select = NodeFactory("opset13").create(
+        "Select", [cond.output(0), data.output(0), data.output(0)], {"auto_broadcast": "numpy"}
+    )
+    select.set_friendly_name("select")
+    add = NodeFactory("opset13").create(
+        "Add", [i.output(0), j.output(0)], {"auto_broadcast": "numpy"}
+    )
+    add.set_friendly_name("int_add")
+    model = ov.Model([explicit, select, add], [data, cond, i, j], "m")
+    path = tmp_path / "mix.xml"
+    ov.save_model(model, path)
+    code, out = verify_json(str(path), "--runtime", "openvino", "--dim", "batch=4")
+    assert code == 0
+    by_name = {n["node"]: n for n in out["nodes"]}
+    assert set(by_name) == {"explicit", "select", "int_add"}
+    assert by_name["explicit"]["results"]["bcast"]["shape"] == "[3,2]"
+    assert by_name["int_add"]["results"]["openvino"]["dtype"] == "int32"
+    assert by_name["select"]["inputs"][0]["shape"] == "[2,3]"  # the dynamic dim takes 2
+    assert any("--dim batch not used" in note for note in out["notes"])

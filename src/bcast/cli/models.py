@@ -2,8 +2,9 @@
 
 ``check`` reads each model with its own library (`bcast.onnx.reader`,
 `bcast.openvino.reader`), runs `bcast.check.check_graph` and renders the findings.
-``verify`` runs every broadcasting node of an ONNX model in the installed runtimes and in
-bcast (`bcast.onnx.verify`) and reports where they disagree. Both contain no rule.
+``verify`` runs every broadcasting node of an ONNX model (`bcast.onnx.verify`) or an
+OpenVINO IR (`bcast.openvino.verify`) in the installed runtimes and in bcast, and reports
+where they disagree. Both contain no rule.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from bcast.check import (
 )
 
 if TYPE_CHECKING:
-    from bcast.onnx.verify import Verification
+    from bcast._verify_common import Verification
 
 from ._output import ExitCode, emit_json, exit_with, fail_usage, stderr_console, stdout_console
 
@@ -337,7 +338,8 @@ RUNTIMES = ("onnxruntime", "openvino")
     epilog="""\b
 Examples:
   bcast verify model.onnx
-  bcast verify model.onnx --runtime onnxruntime --dim batch=3 --seed 7 --json""",
+  bcast verify model.onnx --runtime onnxruntime --dim batch=3 --seed 7 --json
+  bcast verify model.xml""",
 )
 @click.argument("model", metavar="MODEL")
 @click.option(
@@ -357,13 +359,15 @@ def verify(
     seed: int,
     as_json: bool,
 ) -> None:
-    """Run each broadcasting node of an ONNX model in the runtimes and in bcast; compare.
+    """Run each broadcasting node of a model in the runtimes and in bcast; compare.
 
-    Every broadcasting node (Add ... Where, Gemm, PRelu, Expand) is run on its own, on
+    Every broadcasting node (ONNX: Add ... Where, Gemm, PRelu, Expand; OpenVINO IR (.xml):
+    the element-wise ops with auto_broadcast, Select, Broadcast) is run on its own, on
     random inputs of concrete shapes: symbols take their --dim value, or the value that
     makes the node valid (2 when nothing decides). Results are compared with bcast.ops;
     every disagreement is reported with the node, the shapes and the largest absolute
-    difference, or which side raised an error.
+    difference, or which side raised an error. An IR runs in openvino only, with its
+    attributes as written (a pdpd node without an axis: OpenVINO reads 0, bcast -1).
 
     Exit status: 0 every runtime agrees with bcast, 1 disagreements, 2 unusable input.
     """
@@ -375,10 +379,13 @@ def verify(
             command_path="bcast verify",
             as_json=as_json,
         )
-    try:
-        from bcast.onnx.verify import verify_model
-    except ImportError as err:
-        _unusable(f"verify needs onnx ({err})", as_json)
+    if model.lower().endswith(".xml"):
+        from bcast.openvino.verify import verify_ir as verify_model
+    else:
+        try:
+            from bcast.onnx.verify import verify_model
+        except ImportError as err:
+            _unusable(f"verify needs onnx ({err})", as_json)
     try:
         outcome = verify_model(model, runtimes=wanted, dims=_dims(bindings), seed=seed)
     except ModelError as err:
@@ -420,7 +427,8 @@ def _render_verify(console: Console, outcome: Verification) -> None:
         table.add_column(name, overflow="fold")
     for node in outcome.nodes:
         inputs = "\n".join(f"{n} {s}" for n, s in node.inputs)
-        cells: list[str | Text] = [node.node, node.op, inputs, node.results["bcast"].text()]
+        op = f"{node.op}\n{node.attributes()}" if node.mode else node.op
+        cells: list[str | Text] = [node.node, op, inputs, node.results["bcast"].text()]
         for name in outcome.runtimes:
             result = node.results.get(name)
             comparison = node.comparisons.get(name)

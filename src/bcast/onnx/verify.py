@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
@@ -23,104 +22,26 @@ import numpy.typing as npt
 import onnx
 from onnx import helper, numpy_helper
 
+from bcast._verify_common import (
+    Comparison,
+    NodeRun,
+    Result,
+    Verification,
+    attempt,
+    compare,
+    pick,
+    random_array,
+    right_aligned,
+)
 from bcast.check import ModelError, Node, Rule, propagate_shapes
-from bcast.dim import Dim
-from bcast.errors import BroadcastError
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
 from bcast.onnx.reader import load_model, read_onnx
 from bcast.shape import Shape
 
 __all__ = ["Comparison", "NodeRun", "Result", "Verification", "verify_model"]
 
-RTOL: Final = 1e-4
-ATOL: Final = 1e-5
 _RULES: Final = frozenset({Rule.MULTIDIRECTIONAL, Rule.GEMM, Rule.PRELU, Rule.EXPAND})
 _POSITIVE_SECOND: Final = frozenset({"Div", "Pow", "Mod"})
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """What one implementation produced for one node: an array, or an error message."""
-
-    value: npt.NDArray[Any] | None = None
-    error: str | None = None
-
-    def text(self) -> str:
-        """Return the shape as text (``[2,3] float32``), or ``error: ...``."""
-        if self.value is None:
-            return f"error: {self.error}"
-        return f"{Shape(self.value.shape)} {self.value.dtype}"
-
-    def to_json(self) -> dict[str, Any]:
-        """Return ``{"shape", "dtype", "error"}`` as plain JSON data."""
-        if self.value is None:
-            return {"shape": None, "dtype": None, "error": self.error}
-        return {
-            "shape": str(Shape(self.value.shape)),
-            "dtype": str(self.value.dtype),
-            "error": None,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """How a runtime's result compares with bcast's."""
-
-    agree: bool
-    detail: str
-    max_abs_diff: float | None = None
-
-
-@dataclass(slots=True)
-class NodeRun:
-    """One node run in bcast and in each runtime."""
-
-    node: str
-    op: str
-    inputs: tuple[tuple[str, Shape], ...]
-    results: dict[str, Result] = field(default_factory=dict)
-    comparisons: dict[str, Comparison] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the run as plain JSON data."""
-        return {
-            "node": self.node,
-            "op": self.op,
-            "inputs": [{"name": n, "shape": str(s)} for n, s in self.inputs],
-            "results": {k: r.to_json() for k, r in self.results.items()},
-            "comparisons": {
-                k: {"agree": c.agree, "detail": c.detail, "max_abs_diff": c.max_abs_diff}
-                for k, c in self.comparisons.items()
-            },
-        }
-
-
-@dataclass(slots=True)
-class Verification:
-    """The outcome of `verify_model`."""
-
-    path: str
-    runtimes: list[str]
-    seed: int
-    nodes: list[NodeRun] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def disagreements(self) -> int:
-        """Return the number of (node, runtime) pairs that disagree with bcast."""
-        return sum(1 for n in self.nodes for c in n.comparisons.values() if not c.agree)
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the verification as one JSON object."""
-        return {
-            "model": self.path,
-            "runtimes": self.runtimes,
-            "seed": self.seed,
-            "nodes": [n.to_json() for n in self.nodes],
-            "notes": self.notes,
-            "summary": {"nodes": len(self.nodes), "disagreements": self.disagreements},
-            "error": None,
-        }
 
 
 def verify_model(
@@ -154,7 +75,8 @@ def verify_model(
     """
     if path.lower().endswith(".xml"):
         raise ModelError(
-            f"{path}: bcast verify runs ONNX models; check OpenVINO IR with 'bcast check'"
+            f"{path}: verify_model runs ONNX models; OpenVINO IR goes to "
+            "bcast.openvino.verify.verify_ir"
         )
     model = load_model(path)
     graph = read_onnx(model)
@@ -181,13 +103,13 @@ def verify_model(
         shown = tuple((name, Shape(concrete[i])) for i, name in enumerate(node.inputs) if name)
         run = NodeRun(node.name, node.op, shown)
         args = [feeds[name] for name in node.inputs if name]
-        run.results["bcast"] = _attempt(run_node, protos[index], args, opset_version=opset)
+        run.results["bcast"] = attempt(run_node, protos[index], args, opset_version=opset)
         one = _one_node_model(model, protos[index], feeds, constants, types, opset)
         runtime_feeds = {k: v for k, v in feeds.items() if k not in constants}
         for name, runner in usable.items():
-            result = _attempt(runner, one, runtime_feeds)
+            result = attempt(runner, one, runtime_feeds)
             run.results[name] = result
-            run.comparisons[name] = _compare(run.results["bcast"], result, name)
+            run.comparisons[name] = compare(run.results["bcast"], result, name)
         outcome.nodes.append(run)
     return outcome
 
@@ -240,50 +162,6 @@ def _openvino_runner(run_onnx_file: Any) -> _Runner:
     return run
 
 
-def _attempt(call: Any, *args: Any, **kwargs: Any) -> Result:
-    try:
-        value = call(*args, **kwargs)
-    except BroadcastError as err:  # bcast: the summary line, not the picture
-        return Result(error=err.summary)
-    except Exception as err:  # a runtime's failure is a result to compare, not a crash
-        return Result(error=_error_line(err))
-    if isinstance(value, tuple):
-        value = value[0]
-    return Result(value=np.asarray(value))
-
-
-def _error_line(err: Exception) -> str:
-    """Return the informative line of a runtime's error message."""
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    message = lines[-1] if lines else type(err).__name__
-    if "Status Message:" in message:  # onnxruntime: keep what the kernel said
-        message = message.split("Status Message:", 1)[1].strip()
-    return message if len(message) <= 200 else message[:197] + "..."
-
-
-def _compare(ours: Result, theirs: Result, name: str) -> Comparison:
-    if ours.value is None and theirs.value is None:
-        return Comparison(True, "both reject the node")
-    if ours.value is None:
-        return Comparison(False, f"bcast rejects the node, {name} runs it")
-    if theirs.value is None:
-        return Comparison(False, f"{name} rejects the node, bcast runs it")
-    a, b = ours.value, theirs.value
-    if a.shape != b.shape:
-        return Comparison(False, f"shape {Shape(b.shape)} from {name}, {Shape(a.shape)} from bcast")
-    if a.size == 0:
-        return Comparison(True, "equal (empty)", 0.0)
-    if a.dtype == np.bool_ or b.dtype == np.bool_:
-        differ = int(np.count_nonzero(a.astype(bool) != b.astype(bool)))
-        return Comparison(differ == 0, f"{differ} elements differ", float(differ > 0))
-    x, y = a.astype(np.float64), b.astype(np.float64)
-    both_nan = np.isnan(x) & np.isnan(y)
-    diff = np.where(both_nan, 0.0, np.abs(x - y))
-    worst = float(np.nanmax(np.where(np.isnan(diff), np.inf, diff)))
-    close = bool(np.all(both_nan | np.isclose(x, y, rtol=RTOL, atol=ATOL)))
-    return Comparison(close, f"max abs diff {worst:.3g}", worst)
-
-
 # -- concrete shapes and inputs ------------------------------------------------------------
 
 
@@ -309,44 +187,8 @@ def _concrete(
         if target not in constants:
             return None
         values = Shape(max(int(v), 0) for v in numpy_helper.to_array(constants[target]))
-        return [_right_aligned([shapes[0], values], {})[0], shapes[1].to_tuple()]
-    return _right_aligned(shapes, {})
-
-
-def _right_aligned(
-    shapes: Sequence[Shape], chosen: dict[str, int], rank: int | None = None
-) -> list[tuple[int, ...]]:
-    out_rank = max((len(s.dims) for s in shapes), default=0) if rank is None else rank
-    reference: list[int | None] = [None] * out_rank
-    for shape in shapes:
-        for i, d in enumerate(shape.dims):
-            axis = out_rank - len(shape.dims) + i
-            if 0 <= axis < out_rank and d.is_static and d.lo != 1 and reference[axis] is None:
-                reference[axis] = d.lo
-    result = []
-    for shape in shapes:
-        dims = []
-        for i, d in enumerate(shape.dims):
-            axis = out_rank - len(shape.dims) + i
-            ref = reference[axis] if 0 <= axis < out_rank else None
-            dims.append(_pick(d, ref, chosen))
-        result.append(tuple(dims))
-    return result
-
-
-def _pick(dim: Dim, reference: int | None, chosen: dict[str, int]) -> int:
-    if dim.is_static:
-        return dim.lo
-    if dim.name is not None and dim.name in chosen:
-        return chosen[dim.name]
-    value = 2
-    if reference is not None and dim.contains(reference):
-        value = reference
-    elif not dim.contains(2):
-        value = dim.lo if dim.lo >= 1 else 1
-    if dim.name is not None:
-        chosen[dim.name] = value
-    return value
+        return [right_aligned([shapes[0], values], {})[0], shapes[1].to_tuple()]
+    return right_aligned(shapes, {})
 
 
 def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> list[tuple[int, ...]] | None:
@@ -357,17 +199,17 @@ def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> list[tuple[int, ...]]
     ai = (1, 0) if node.trans_a else (0, 1)  # positions of M and K in A
     bi = (1, 0) if node.trans_b else (0, 1)  # positions of K and N in B
     k_ref = next((d.lo for d in (a.dims[ai[1]], b.dims[bi[0]]) if d.is_static), None)
-    m = _pick(a.dims[ai[0]], None, chosen)
-    k = _pick(a.dims[ai[1]], k_ref, chosen)
-    kb = _pick(b.dims[bi[0]], k, chosen)
-    n = _pick(b.dims[bi[1]], None, chosen)
+    m = pick(a.dims[ai[0]], None, chosen)
+    k = pick(a.dims[ai[1]], k_ref, chosen)
+    kb = pick(b.dims[bi[0]], k, chosen)
+    n = pick(b.dims[bi[1]], None, chosen)
     a_shape = [0, 0]
     a_shape[ai[0]], a_shape[ai[1]] = m, k
     b_shape = [0, 0]
     b_shape[bi[0]], b_shape[bi[1]] = kb, n
     result = [tuple(a_shape), tuple(b_shape)]
     if len(shapes) > 2:
-        c = _right_aligned([Shape((m, n)), shapes[2]], chosen)[1]
+        c = right_aligned([Shape((m, n)), shapes[2]], chosen)[1]
         result.append(c)
     return result
 
@@ -397,19 +239,6 @@ def _constant_tensors(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
     return found
 
 
-def _random(
-    shape: tuple[int, ...], elem_type: int, rng: np.random.Generator, *, positive: bool
-) -> npt.NDArray[Any]:
-    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if np.issubdtype(dtype, np.integer):
-        low = 1 if positive else (0 if np.issubdtype(dtype, np.unsignedinteger) else -5)
-        return rng.integers(low, 6, size=shape).astype(dtype)
-    start = 0.5 if positive else -2.0
-    return rng.uniform(start, 2.0, size=shape).astype(dtype)
-
-
 def _inputs(
     node: Node,
     concrete: Sequence[tuple[int, ...]],
@@ -427,7 +256,8 @@ def _inputs(
         default = onnx.TensorProto.BOOL if node.op == "Where" and index == 0 else 1
         elem = types.get(name, default)
         positive = (node.op in _POSITIVE_SECOND and index == 1) or (node.op == "Pow" and index == 0)
-        feeds[name] = _random(concrete[index], elem, rng, positive=positive)
+        dtype = helper.tensor_dtype_to_np_dtype(elem)
+        feeds[name] = random_array(concrete[index], dtype, rng, positive=positive)
     return feeds
 
 

@@ -27,7 +27,7 @@ from bcast.errors import BroadcastError
 from bcast.modes import Mode
 from bcast.shape import Shape
 
-__all__ = ["ELEMENTWISE_OPS", "read_ir"]
+__all__ = ["ELEMENTWISE_OPS", "layer_details", "read_ir"]
 
 ELEMENTWISE_OPS: Final = frozenset(
     {
@@ -133,6 +133,39 @@ def read_ir(path: str | os.PathLike[str]) -> Graph:
         _with_rule(node, layer, graph) for node, layer in zip(plain, layers, strict=True)
     ]
     return graph
+
+
+def layer_details(
+    path: str | os.PathLike[str],
+) -> tuple[list[tuple[str, dict[str, str]]], dict[str, str]]:
+    """Return each layer's version and ``<data>`` attributes, and each value's precision.
+
+    Parameters
+    ----------
+    path : str or path
+        The ``.xml`` file.
+
+    Returns
+    -------
+    layers : list of (str, dict of str to str)
+        ``(version, attributes)`` per layer, as written, in the order of `read_ir`'s nodes.
+    precisions : dict of str to str
+        The ``precision`` of each output port (``FP32``, ``I64``, ``BOOL``...), by the value
+        names of `read_ir`.
+
+    Raises
+    ------
+    ModelError
+        As `read_ir`, for a file that is not safe, well-formed IR XML.
+    """
+    layers, edges = _parse_xml(os.fspath(path))
+    _name_values(layers, edges)
+    precisions = {
+        value: precision
+        for layer in layers
+        for value, (_, _, precision) in zip(layer.values, layer.outputs, strict=True)
+    }
+    return [(layer.version, dict(layer.data)) for layer in layers], precisions
 
 
 def _parse_xml(path: str) -> tuple[list[_Layer], dict[tuple[str, str], str]]:

@@ -1,0 +1,261 @@
+"""Run each broadcasting node of an OpenVINO IR in OpenVINO and in bcast, and compare.
+
+`verify_ir` reads the IR (`bcast.openvino.reader`), propagates its shapes
+(`bcast.check.propagate_shapes`), and for every broadcasting node (the element-wise ops
+with ``auto_broadcast``, Select, Broadcast-1/-3 with a constant target) builds a model of
+that node alone (`bcast.openvino.runtime.run_node`): the same operator version and the same
+``<data>`` attributes as written in the file, an absent PDPD axis left absent (OpenVINO then
+reads 0), on concrete input shapes chosen as `bcast.onnx.verify` does. The node runs on
+random inputs in OpenVINO's CPU plugin and through `bcast.ops`, which reads an absent axis
+as the specification's -1. Every input but a Broadcast's target and ``axes_mapping`` is a
+parameter of the one-node model (an IR constant is replaced by random values of its shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from bcast import ops
+from bcast._verify_common import (
+    NodeRun,
+    Verification,
+    aligned,
+    attempt,
+    compare,
+    pick,
+    random_array,
+)
+from bcast.arrays import broadcast_arrays, broadcast_to
+from bcast.check import Graph, ModelError, Node, Rule, propagate_shapes
+from bcast.modes import Mode
+from bcast.shape import Shape
+
+__all__ = ["verify_ir"]
+
+_BINARY: Final = {
+    "Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div", "Power": "pow",
+    "Equal": "equal", "Greater": "greater", "Less": "less",
+    "LogicalAnd": "and_", "LogicalOr": "or_", "LogicalXor": "xor",
+}  # fmt: skip
+"""OpenVINO element-wise operators and the `bcast.ops` function of each."""
+_EXTREMA: Final = {"Maximum": "max", "Minimum": "min"}
+_SUPPORTED: Final = frozenset({*_BINARY, *_EXTREMA, "Select", "Broadcast"})
+_RULES: Final = frozenset({Rule.ELEMENTWISE, Rule.SELECT, Rule.BROADCAST})
+_LOGICAL: Final = frozenset({"LogicalAnd", "LogicalOr", "LogicalXor"})
+_INTEGERS: Final = {
+    "I8": np.int8, "I16": np.int16, "I32": np.int32, "I64": np.int64,
+    "U8": np.uint8, "U16": np.uint16, "U32": np.uint32, "U64": np.uint64,
+}  # fmt: skip
+RUNTIME: Final = "openvino"
+
+
+def verify_ir(
+    path: str,
+    *,
+    runtimes: Sequence[str] = ("openvino",),
+    dims: Mapping[str, int] | None = None,
+    seed: int = 0,
+) -> Verification:
+    """Run every broadcasting node of the OpenVINO IR at ``path`` and compare with bcast.
+
+    Parameters
+    ----------
+    path : str
+        An OpenVINO IR ``.xml`` file (its weights are the ``.bin`` beside it).
+    runtimes : sequence of str
+        The runtimes asked for: only ``"openvino"`` runs IR; ``"onnxruntime"`` is noted
+        and skipped.
+    dims : mapping of str to int, optional
+        Values of symbolic dims (IR dims have no names: a binding is noted as unused).
+    seed : int
+        Seed of the random inputs (each node draws from ``(seed, node index)``).
+
+    Returns
+    -------
+    Verification
+
+    Raises
+    ------
+    ModelError
+        If the file is not a readable IR, openvino is not installed, or onnxruntime is the
+        only runtime asked for.
+    """
+    if "openvino" not in runtimes:
+        raise ModelError(
+            f"{path}: onnxruntime cannot run OpenVINO IR; verify it with --runtime openvino"
+        )
+    try:
+        import openvino  # noqa: F401 (the IR is read and run by openvino)
+
+        from bcast.openvino.reader import layer_details, read_ir
+    except ImportError as err:
+        raise ModelError(f"{path}: verifying OpenVINO IR needs openvino ({err})") from None
+    from bcast.openvino.reader import _AXIS_KEY, _ELEMENTWISE_AXIS_KEY
+    from bcast.openvino.runtime import run_node
+
+    graph = read_ir(path)
+    layers, precisions = layer_details(path)
+    shapes = propagate_shapes(graph, dims=dims)
+    outcome = Verification(path, [RUNTIME], seed)
+    if "onnxruntime" in runtimes:
+        outcome.notes.append("onnxruntime cannot run OpenVINO IR; compared with openvino only")
+    if dims:
+        outcome.notes.append(f"OpenVINO IR dims have no names: --dim {', '.join(dims)} not used")
+    for index, (node, (version, data)) in enumerate(zip(graph.nodes, layers, strict=True)):
+        if node.rule not in _RULES:
+            continue
+        label = f"{node.name} ({node.op})"
+        if node.op not in _SUPPORTED:
+            outcome.notes.append(f"{label}: bcast.ops has no such operator; skipped")
+            continue
+        operands = [shapes.get(name, Shape.dynamic()) for name in node.inputs]
+        concrete = _concrete(node, operands, graph)
+        if concrete is None:
+            outcome.notes.append(
+                f"{label}: an input of unknown rank or a non-constant target; skipped"
+            )
+            continue
+        if node.mode is Mode.PDPD and not node.axis_written:
+            key = _AXIS_KEY.get((node.op, version), _ELEMENTWISE_AXIS_KEY)
+            outcome.notes.append(
+                f"{label}: no {key} attribute: OpenVINO reads axis 0, bcast the spec's -1"
+            )
+        rng = np.random.default_rng([seed, index])
+        arrays = _inputs(node, concrete, graph, precisions, rng)
+        shown = tuple((n, Shape(a.shape)) for n, a in zip(node.inputs, arrays, strict=True))
+        written = node.axis if node.mode is Mode.PDPD and node.axis_written else None
+        attribute = "mode" if node.rule is Rule.BROADCAST else "auto_broadcast"
+        mode = data.get(attribute, str(node.mode))  # as written: Broadcast-1 "none"
+        run = NodeRun(node.name, node.op, shown, mode=mode, axis=written)
+        run.results["bcast"] = attempt(_run_bcast, node, arrays)
+        constant = [node.rule is Rule.BROADCAST and i > 0 for i in range(len(arrays))]
+        result = attempt(run_node, node.op, version, data, arrays, constant)
+        run.results[RUNTIME] = result
+        run.comparisons[RUNTIME] = compare(run.results["bcast"], result, RUNTIME)
+        outcome.nodes.append(run)
+    return outcome
+
+
+# -- bcast's side --------------------------------------------------------------------------
+
+
+def _spec_axis(node: Node) -> dict[str, Any]:
+    """Return the PDPD axis as bcast reads it (as written, else the spec's -1) as kwargs."""
+    if node.mode is not Mode.PDPD:
+        return {}
+    return {"axis": node.axis if node.axis_written else -1}
+
+
+def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]]) -> Any:
+    mode = str(node.mode or Mode.NUMPY)
+    axis = _spec_axis(node)
+    if node.op in _BINARY:
+        return getattr(ops, _BINARY[node.op])(arrays[0], arrays[1], broadcast=mode, **axis)
+    if node.op in _EXTREMA:
+        a, b = broadcast_arrays(arrays[0], arrays[1], mode=mode, **axis)
+        return getattr(ops, _EXTREMA[node.op])(a, b)
+    if node.op == "Select":
+        cond, then, other = arrays
+        if node.mode is Mode.PDPD:  # 'else' goes into 'then', then 'cond' into the result
+            then, other = broadcast_arrays(then, other, mode=mode, **axis)
+            cond = broadcast_to(cond, then.shape, mode=mode, **axis)
+        elif node.mode is Mode.NONE:
+            cond, then, other = broadcast_arrays(cond, then, other, mode=mode)
+        return ops.where(cond, then, other)
+    target = tuple(int(v) for v in arrays[1])
+    mapping = tuple(int(v) for v in arrays[2]) if node.mode is Mode.EXPLICIT else None
+    return ops.broadcast(arrays[0], target, mapping, mode=mode, **axis)
+
+
+# -- concrete shapes and inputs ------------------------------------------------------------
+
+
+def _concrete(node: Node, operands: Sequence[Shape], graph: Graph) -> list[tuple[int, ...]] | None:
+    """Choose a concrete shape per input: unknown dims take the size they meet."""
+    if node.rule is Rule.BROADCAST:
+        return _concrete_broadcast(node, operands, graph)
+    if any(shape.rank is None for shape in operands):
+        return None
+    if node.mode is not Mode.PDPD:
+        rank = max(len(s.dims) for s in operands)
+        return aligned(operands, [rank - len(s.dims) for s in operands], {})
+    # PDPD: B (Select: 'else', and 'cond') placed in A from the axis (bcast's reading).
+    main = 1 if node.rule is Rule.SELECT else 0
+    axis = _spec_axis(node)["axis"]
+    rank = len(operands[main].dims)
+    offsets = [
+        0 if i == main else (axis if axis >= 0 else rank - len(s.dims))
+        for i, s in enumerate(operands)
+    ]
+    return aligned(operands, offsets, {})
+
+
+def _concrete_broadcast(
+    node: Node, operands: Sequence[Shape], graph: Graph
+) -> list[tuple[int, ...]] | None:
+    names = node.inputs
+    target = graph.constants.get(names[1]) if len(names) > 1 else None
+    data = operands[0]
+    if target is None or data.rank is None:
+        return None
+    rank = len(data.dims)
+    if node.mode is Mode.EXPLICIT:
+        mapping = node.axes_mapping
+        if mapping is None:
+            return None
+        # A mapping of the wrong length still runs: both sides should reject it.
+        positions = [mapping[i] if i < len(mapping) else -1 for i in range(rank)]
+    elif node.mode is Mode.PDPD:
+        axis = _spec_axis(node)["axis"]
+        start = axis if axis >= 0 else len(target) - rank
+        positions = [start + i for i in range(rank)]
+    else:
+        positions = [len(target) - rank + i for i in range(rank)]
+    chosen: dict[str, int] = {}
+    dims = []
+    for dim, position in zip(data.dims, positions, strict=True):
+        meets = target[position] if 0 <= position < len(target) else None
+        dims.append(pick(dim, meets if meets != 1 else None, chosen))
+    result = [tuple(dims), (len(target),)]
+    if len(names) > 2 and names[2]:
+        mapping_values = graph.constants.get(names[2])
+        if mapping_values is None:
+            return None
+        result.append((len(mapping_values),))
+    return result
+
+
+def _dtype(node: Node, index: int, precisions: Mapping[str, str]) -> npt.DTypeLike:
+    """float32 for arithmetic, bool for logic and conditions, an integer the IR names."""
+    if node.op in _LOGICAL or (node.op == "Select" and index == 0):
+        return np.bool_
+    # Both operands of a binary op share one type: the first's (Select: 'then').
+    source = node.inputs[1 if node.op == "Select" else 0]
+    precision = precisions.get(source, "").upper()
+    if precision in ("BOOL", "BOOLEAN"):
+        return np.bool_
+    return _INTEGERS.get(precision, np.float32)
+
+
+def _inputs(
+    node: Node,
+    concrete: Sequence[tuple[int, ...]],
+    graph: Graph,
+    precisions: Mapping[str, str],
+    rng: np.random.Generator,
+) -> list[npt.NDArray[Any]]:
+    arrays = []
+    for index, shape in enumerate(concrete):
+        if node.rule is Rule.BROADCAST and index > 0:
+            arrays.append(np.asarray(graph.constants[node.inputs[index]], np.int64))
+            continue
+        positive = (node.op in ("Divide", "Power") and index == 1) or (
+            node.op == "Power" and index == 0
+        )
+        dtype = _dtype(node, index, precisions)
+        arrays.append(random_array(shape, dtype, rng, positive=positive))
+    return arrays
