@@ -16,12 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from bcast.errors import BroadcastError
+from bcast.errors import BroadcastError, show_int, show_text
 
 __all__ = ["Dim", "DimLike", "MAX_DIM", "as_dim", "intersect_dims", "merge_dims", "merge_into"]
 
 #: The largest dimension bcast accepts: ONNX and OpenVINO store dims as int64.
 MAX_DIM: Final = 2**63 - 1
+_MAX_DIGITS: Final = len(str(MAX_DIM))
 
 _SYMBOL = re.compile(r"[A-Za-z_][^\s,\[\]?]*")
 _INTERVAL = re.compile(r"([0-9]*)\.\.([0-9]*)")
@@ -53,10 +54,19 @@ def _check_int(value: object, what: str) -> int:
             f"{what} must be an integer; got {type(value).__name__} {value!r}"
         ) from None
     if number < 0:
-        raise BroadcastError(f"{what} must be non-negative; got {number}")
+        raise BroadcastError(f"{what} must be non-negative; got {show_int(number)}")
     if number > MAX_DIM:
-        raise BroadcastError(f"{what} must be at most 2**63-1 (int64); got {number}")
+        raise BroadcastError(f"{what} must be at most 2**63-1 (int64); got {show_int(number)}")
     return number
+
+
+def _int_text(text: str, what: str) -> int:
+    """Read the digits of a dim bound; more than int64 holds is an error, not a slow int()."""
+    if len(text.lstrip("0")) > _MAX_DIGITS:  # also keeps int() below Python's digit limit
+        raise BroadcastError(
+            f"{what} must be at most 2**63-1 (int64); got a number of {len(text)} digits"
+        )
+    return int(text)
 
 
 @dataclass(frozen=True, slots=True, init=False, eq=False)
@@ -168,19 +178,22 @@ class Dim:
             raise TypeError(f"dim text must be a str; got {type(text).__name__} {text!r}")
         token = text.strip()
         if token.isascii() and token.isdigit():  # not "²" (int() fails) or "٣"
-            return cls.static(int(token))
+            return cls.static(_int_text(token, "dimension"))
         if token == "?":
             return _UNKNOWN
         interval = _INTERVAL.fullmatch(token)
         if interval:
             lo_text, hi_text = interval.groups()
-            return cls.interval(int(lo_text or 0), int(hi_text) if hi_text else None)
-        if token.startswith("-") and token[1:].isdigit():
-            raise BroadcastError(f"dimension must be non-negative; got {token}")
+            lo = _int_text(lo_text or "0", "interval lower bound")
+            hi = _int_text(hi_text, "interval upper bound") if hi_text else None
+            return cls.interval(lo, hi)
+        if token.startswith("-") and token[1:].isascii() and token[1:].isdigit():
+            shown = token if len(token) <= 40 else f"a negative number of {len(token) - 1} digits"
+            raise BroadcastError(f"dimension must be non-negative; got {shown}")
         if _SYMBOL.fullmatch(token) and ".." not in token:
             return cls.symbol(token)
         raise BroadcastError(
-            f"cannot parse dimension {text!r}: expected an integer, '?', an interval "
+            f"cannot parse dimension {show_text(text)}: expected an integer, '?', an interval "
             "'lo..hi' / 'lo..' / '..hi', or a symbol name"
         )
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from bcast.shape import Shape
 
-__all__ = ["BroadcastError", "format_alignment"]
+__all__ = ["BroadcastError", "format_alignment", "show_int", "show_ints", "show_text"]
 
 
 class BroadcastError(ValueError):
@@ -104,6 +104,52 @@ class BroadcastError(ValueError):
             )
             lines.extend("  " + row for row in picture)
         return "\n".join(lines)
+
+
+def show_int(value: int) -> str:
+    """Write an int for a message, shortening one too long to read (or to convert).
+
+    Python refuses to write ints of more than 4300 digits as text, and a message holding a
+    thousand digits helps nobody: such a number is written by its size instead.
+
+    >>> show_int(-3), show_int(2**64)
+    ('-3', '18446744073709551616')
+    >>> show_int(10**5000)
+    'an integer of 5001 digits'
+    """
+    if value.bit_length() <= 128:
+        return str(value)
+    digits = len(str(abs(value))) if value.bit_length() < 10_000 else None
+    if digits is None:  # str() could fail: estimate from the bit length (exact to +-1)
+        digits = int(value.bit_length() * 0.30102999566398120) + 1
+        exact = 10 ** (digits - 1) <= abs(value)
+        digits = digits if exact else digits - 1
+    sign = "a negative" if value < 0 else "an"
+    return f"{sign} integer of {digits} digits"
+
+
+def show_ints(values: Sequence[int], limit: int = 16) -> str:
+    """Write a list of ints for a message: each one by `show_int`, at most ``limit`` of them.
+
+    >>> show_ints([0, 2]), show_ints(range(40), limit=3)
+    ('[0, 2]', '[0, 1, 2, ... (40 entries)]')
+    """
+    shown = ", ".join(show_int(v) for v in list(values)[:limit])
+    if len(values) > limit:
+        shown += f", ... ({len(values)} entries)"
+    return f"[{shown}]"
+
+
+def show_text(text: str, limit: int = 80) -> str:
+    """Quote user text for a message, eliding the middle of text longer than ``limit``.
+
+    >>> show_text("[2,3]"), show_text("x" * 100, limit=20)
+    ("'[2,3]'", "'xxxxxxxx...xxxxxxxx' (100 characters)")
+    """
+    if len(text) <= limit:
+        return repr(text)
+    half = max(limit // 2 - 2, 1)
+    return f"{text[:half] + '...' + text[-half:]!r} ({len(text)} characters)"
 
 
 def _rebuild(reason: str, state: dict[str, object]) -> BroadcastError:

@@ -8,16 +8,17 @@ build the Plan". A mode is only an *alignment* (right-aligned, offset by ``axis`
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Final
 
 from bcast.dim import Dim, intersect_dims, merge_dims, merge_into
-from bcast.errors import BroadcastError
+from bcast.errors import BroadcastError, show_int, show_ints
 from bcast.modes import Mode
 from bcast.plans import Plan, labels_for
-from bcast.shape import Shape, ShapeLike, as_shape
+from bcast.shape import Shape, ShapeLike, as_shape, small_static
 
 __all__ = ["broadcast_shapes", "plan"]
 
@@ -77,16 +78,16 @@ def _cacheable(shapes: tuple[object, ...], axis: object, axes_mapping: object) -
     return _exact_ints(shapes)
 
 
-def _exact_ints(shapes: tuple[object, ...]) -> bool:
-    """Return True when every shape is a tuple of plain ints.
+def _exact_ints(shapes: tuple[object, ...], kinds: tuple[type, ...] = (tuple,)) -> bool:
+    """Return True when every shape is a tuple (or one of ``kinds``) of plain ints.
 
     A cache hit alone is not enough: ``(True,)`` and ``(2.0,)`` hash and compare equal to
     ``(1,)`` and ``(2,)``, but must raise TypeError, not return a cached plan.
     """
     for s in shapes:
-        if type(s) is not tuple:
+        if type(s) not in kinds:
             return False
-        for d in s:
+        for d in s:  # type: ignore[attr-defined]
             if type(d) is not int:
                 return False
     return True
@@ -158,10 +159,21 @@ def broadcast_shapes(
     """
     try:
         found = _CACHE[(shapes, mode, axis, axes_mapping)]
-    except (KeyError, TypeError):
-        found = None
-    if found is not None and _cacheable(shapes, axis, axes_mapping):
-        return found.output
+    except (KeyError, TypeError):  # TypeError: unhashable (lists)
+        return plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping).output
+    # `_cacheable`, inlined: this is the hot path of repeated calls (one call costs ~0.1 us).
+    if type(axis) is int and axes_mapping is None:
+        for shape in shapes:
+            if type(shape) is not tuple:
+                break
+            for d in shape:
+                if type(d) is not int:
+                    break
+            else:
+                continue
+            break
+        else:
+            return found.output
     return plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping).output
 
 
@@ -174,9 +186,19 @@ def _plan(
     axis: int,
     axes_mapping: Sequence[int] | None,
 ) -> Plan:
+    if (
+        (mode_arg is Mode.NUMPY or mode_arg == "numpy")
+        and type(axis) is int
+        and axis == -1
+        and axes_mapping is None
+        and _exact_ints(raw, (tuple, list))
+    ):
+        fast = _static_numpy(tuple(map(tuple, raw)))  # type: ignore[arg-type]
+        if fast is not None:
+            return fast
     mode = Mode.parse(mode_arg)
-    _check_count(mode, len(raw))
-    shapes = tuple(as_shape(s) for s in raw)
+    shapes = _operands(mode, raw)
+    _check_count(mode, shapes)
     if isinstance(axis, bool):
         raise TypeError(f"axis must be an int, not bool; got {axis!r}")
     try:
@@ -185,7 +207,7 @@ def _plan(
         raise TypeError(f"axis must be an int; got {type(axis).__name__} {axis!r}") from None
     if mode is not Mode.PDPD and axis != -1:
         raise BroadcastError(
-            f"axis is only used by mode 'pdpd'; got axis={axis}",
+            f"axis is only used by mode 'pdpd'; got axis={show_int(axis)}",
             mode=mode.value,
             shapes=shapes,
             kind="parameter",
@@ -193,7 +215,7 @@ def _plan(
     mapping = _check_mapping_type(axes_mapping)
     if mode is not Mode.EXPLICIT and mapping is not None:
         raise BroadcastError(
-            f"axes_mapping is only used by mode 'explicit'; got axes_mapping={list(mapping)}",
+            f"axes_mapping is only used by mode 'explicit'; got axes_mapping={show_ints(mapping)}",
             mode=mode.value,
             shapes=shapes,
             kind="parameter",
@@ -201,7 +223,69 @@ def _plan(
     return _RULES[mode](shapes, int(axis), mapping)
 
 
-def _check_count(mode: Mode, count: int) -> None:
+_INT_SHAPES: dict[tuple[int, ...], Shape] = {}
+
+
+def _int_shape(dims: tuple[int, ...]) -> Shape | None:
+    """Return the shared Shape of a tuple of plain ints (checked by the caller), or None."""
+    shape = _INT_SHAPES.get(dims)
+    if shape is None:
+        shape = small_static(dims)
+        if shape is None:
+            return None
+        if len(_INT_SHAPES) >= _CACHE_SIZE:
+            _INT_SHAPES.clear()
+        _INT_SHAPES[dims] = shape
+    return shape
+
+
+def _static_numpy(raw: tuple[tuple[int, ...], ...]) -> Plan | None:
+    """NumPy's rule on tuples of plain ints, or None where the general path must answer.
+
+    The hot path of a first call: the answer of `_merge_right_aligned`, computed on the ints.
+    Anything else (a clash that needs explaining, a dim outside the shared small dims,
+    negative ones included) returns None and takes the general path.
+    """
+    shapes = []
+    for dims in raw:
+        shape = _int_shape(dims)
+        if shape is None:
+            return None
+        shapes.append(shape)
+    out_rank = max(map(len, raw), default=0)
+    out = [1] * out_rank
+    for dims in raw:
+        for i, d in enumerate(dims, out_rank - len(dims)):
+            if d != 1 and d != out[i]:
+                if out[i] != 1:
+                    return None
+                out[i] = d
+    output = _int_shape(tuple(out))
+    assert output is not None  # every dim of out is a dim of an operand, or 1
+    return Plan(Mode.NUMPY, tuple(shapes), output, _aligned(tuple(map(len, raw)), out_rank))
+
+
+@functools.lru_cache(maxsize=1024)
+def _aligned(ranks: tuple[int, ...], out_rank: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(range(out_rank - rank, out_rank)) for rank in ranks)
+
+
+def _operands(mode: Mode, raw: tuple[ShapeLike, ...]) -> tuple[Shape, ...]:
+    """Normalise each operand; a malformed one is named by its role in the message."""
+    labels = labels_for(mode, len(raw))
+    shapes = []
+    for label, value in zip(labels, raw, strict=True):
+        try:
+            shapes.append(as_shape(value))
+        except BroadcastError as err:
+            raise BroadcastError(
+                f"operand {label}: {err.reason}", mode=mode.value, kind="input"
+            ) from None
+    return tuple(shapes)
+
+
+def _check_count(mode: Mode, shapes: tuple[Shape, ...]) -> None:
+    count = len(shapes)
     if mode is Mode.NUMPY:
         return
     if mode is Mode.NONE:
@@ -215,6 +299,7 @@ def _check_count(mode: Mode, count: int) -> None:
         raise BroadcastError(
             f"mode {mode.value!r} takes exactly 2 operands ({roles}); got {count}",
             mode=mode.value,
+            shapes=shapes,
             kind="parameter",
         )
 
@@ -222,15 +307,20 @@ def _check_count(mode: Mode, count: int) -> None:
 def _check_mapping_type(axes_mapping: object) -> tuple[int, ...] | None:
     if axes_mapping is None:
         return None
-    if isinstance(axes_mapping, (str, bytes)) or not hasattr(axes_mapping, "__iter__"):
+    if isinstance(axes_mapping, (Set, Mapping)):
         raise TypeError(
-            "axes_mapping must be a sequence of ints; "
-            f"got {type(axes_mapping).__name__} {axes_mapping!r}"
+            "axes_mapping must be an ordered sequence of ints (list, tuple, range or 1-D "
+            f"array), one target axis per data axis; got a {type(axes_mapping).__name__}"
+        )
+    if isinstance(axes_mapping, (str, bytes)) or not hasattr(axes_mapping, "__iter__"):
+        shown = show_int(axes_mapping) if isinstance(axes_mapping, int) else repr(axes_mapping)
+        raise TypeError(
+            f"axes_mapping must be a sequence of ints; got {type(axes_mapping).__name__} {shown}"
         )
     items = list(axes_mapping)  # type: ignore[call-overload, unused-ignore]
     for item in items:
         if isinstance(item, bool):
-            raise TypeError(f"axes_mapping entries must be ints, not bool; got {items!r}")
+            raise TypeError(f"axes_mapping entries must be ints, not bool; got {item!r}")
         try:
             operator.index(item)
         except TypeError:
@@ -361,7 +451,8 @@ def _rule_none(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | 
     mode = Mode.NONE
     ranked = [s for s in shapes if s.ranked]
     out_rank = max((len(s.dims) for s in ranked), default=0)
-    alignment = tuple(tuple(range(s.rank)) if s.rank is not None else None for s in shapes)
+    # Right-aligned, as the shapes would be compared if they were allowed to broadcast.
+    alignment = tuple(_right_aligned(s, out_rank) for s in shapes)
     if not ranked:
         return Plan(mode, shapes, _DYNAMIC, alignment)
     ranks = {len(s.dims) for s in ranked}
@@ -424,14 +515,17 @@ def _rule_pdpd(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | 
     a, b = shapes
     if axis < -1:
         raise _fail(
-            f"axis must be -1 or a non-negative integer; got {axis}", mode, shapes, kind="parameter"
+            f"axis must be -1 or a non-negative integer; got {show_int(axis)}",
+            mode,
+            shapes,
+            kind="parameter",
         )
     if a.rank is None:
         return Plan(mode, shapes, _DYNAMIC, (None, None), axis=None)
     if b.rank is None:
         if axis > a.rank:
             raise _fail(
-                f"axis {axis} is beyond the rank of A {a} (at most {a.rank})",
+                f"axis {show_int(axis)} is beyond the rank of A {a} (at most {a.rank})",
                 mode,
                 shapes,
                 kind="parameter",
@@ -443,6 +537,8 @@ def _rule_pdpd(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | 
             f"B {b} has rank {rb}, more than A {a} (rank {ra}); PDPD needs rank(B) <= rank(A)",
             mode,
             shapes,
+            (tuple(range(rb - ra, rb)), tuple(range(rb))),
+            rb,
             operand=1,
         )
     start = ra - rb if axis == -1 else axis
@@ -451,26 +547,28 @@ def _rule_pdpd(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | 
     fit = ra - start
     if fit < 0:
         raise _fail(
-            f"axis {axis} is beyond the rank of A {a} (at most {ra})",
+            f"axis {show_int(axis)} is beyond the rank of A {a} (at most {ra})",
             mode,
             shapes,
             kind="parameter",
         )
-    dropped = b.dims[fit:]
+    overhang = [i for i in range(fit, rb) if not b.dims[i].maybe_one()]
+    if overhang:
+        # Drawn with B overhanging A: the columns past A's last axis are no output axes.
+        shown = ", ".join(f"{b.dims[i]} (B axis {i})" for i in overhang)
+        raise _fail(
+            f"B {b} starting at axis {start} does not fit in A {a}: {shown} would lie past "
+            f"A's last axis, where only trailing 1s of B are allowed",
+            mode,
+            shapes,
+            (tuple(range(ra)), tuple(range(start, start + rb))),
+            start + rb,
+            operand=1,
+        )
     alignment = (
         tuple(range(ra)),
         tuple(start + i if i < fit else None for i in range(rb)),
     )
-    if any(not d.maybe_one() for d in dropped):
-        raise _fail(
-            f"B {b} starting at axis {start} does not fit in A {a}: "
-            f"B's dims past A's last axis must be trailing ones",
-            mode,
-            shapes,
-            alignment,
-            ra,
-            operand=1,
-        )
     pairs = [(i, start + i) for i in range(min(rb, fit))]
     dims = _merge_one_way(mode, shapes, a, pairs, b, alignment, "B must equal A or be 1")
     return Plan(mode, shapes, Shape._of_dims(dims), alignment, axis=start)
@@ -486,7 +584,7 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
             shapes,
             kind="parameter",
         )
-    listed = list(mapping)
+    listed = show_ints(mapping)
     if data.rank is not None and len(mapping) != data.rank:
         raise _fail(
             f"axes_mapping must have one entry per data axis ({data.rank} for data {data}); "

@@ -13,7 +13,7 @@ from typing import Union, overload
 
 from bcast.dim import _SMALL as _SMALL_DIMS
 from bcast.dim import Dim, DimLike, as_dim
-from bcast.errors import BroadcastError
+from bcast.errors import BroadcastError, show_text
 
 __all__ = ["Shape", "ShapeLike", "as_shape"]
 
@@ -94,7 +94,7 @@ class Shape:
         body = text.strip()
         if body.startswith("[") or body.endswith("]"):
             if not (body.startswith("[") and body.endswith("]")):
-                raise BroadcastError(f"cannot parse shape {text!r}: unbalanced brackets")
+                raise BroadcastError(f"cannot parse shape {show_text(text)}: unbalanced brackets")
             body = body[1:-1].strip()
         if body == "...":
             return _DYNAMIC
@@ -102,11 +102,11 @@ class Shape:
             return _SCALAR
         parts = body.split(",")
         if any(p.strip() == "" for p in parts):
-            raise BroadcastError(f"cannot parse shape {text!r}: empty dimension")
+            raise BroadcastError(f"cannot parse shape {show_text(text)}: empty dimension")
         try:
             return cls._of_dims(tuple(Dim.parse(p) for p in parts))
         except BroadcastError as err:
-            raise BroadcastError(f"cannot parse shape {text!r}: {err.reason}") from None
+            raise BroadcastError(f"cannot parse shape {show_text(text)}: {err.reason}") from None
 
     # -- questions ---------------------------------------------------------------------
 
@@ -206,6 +206,8 @@ _SCALAR = Shape._of_dims(())
 
 
 def _element(value: object, index: int) -> Dim:
+    if type(value) is int and 0 <= value < len(_SMALL_DIMS):
+        return _SMALL_DIMS[value]
     if isinstance(value, bool):
         raise TypeError(f"dimension {index} must be an int, not bool; got {value!r}")
     if isinstance(value, (list, tuple, set, dict, float)) or value is Ellipsis:
@@ -213,10 +215,16 @@ def _element(value: object, index: int) -> Dim:
             f"dimension {index} must be an int, None, a str or a Dim; "
             f"got {type(value).__name__} {value!r}"
         )
-    return as_dim(value)  # type: ignore[arg-type]
+    try:
+        return as_dim(value)  # type: ignore[arg-type]
+    except BroadcastError as err:
+        reason = err.reason
+        if reason.startswith("dimension "):  # "dimension must be ..." -> "dimension 2 must be ..."
+            raise BroadcastError(f"dimension {index} {reason[len('dimension ') :]}") from None
+        raise BroadcastError(f"dimension {index}: {reason}") from None
 
 
-def _small_static(value: Sequence[object]) -> Shape | None:
+def small_static(value: Sequence[object]) -> Shape | None:
     """Build a shape of small plain ints from the shared dims, or None (take the full path).
 
     This is the hot path of cold `broadcast_shapes` calls; `type(d) is int` keeps bools out.
@@ -249,7 +257,7 @@ def as_shape(value: ShapeLike) -> Shape:
     if isinstance(value, str):
         return Shape.parse(value)
     if isinstance(value, (tuple, list)):
-        fast = _small_static(value)
+        fast = small_static(value)
         return Shape(value) if fast is None else fast
     if isinstance(value, (bytes, int, float, dict, set)) or value is None:
         hint = f" (write ({value},) for a rank-1 shape)" if isinstance(value, int) else ""

@@ -9,7 +9,8 @@ and run through the peer and through bcast:
 - OpenVINO: shape inference of ``Add`` with ``auto_broadcast`` numpy / none / pdpd (the PDPD
   axis set through the nested attribute ``auto_broadcast.auto_broadcast_axis``, SEMANTICS
   §0.4), and of Broadcast-3 with a constant target in modes numpy, bidirectional and explicit,
-  on static dims, intervals, ``?`` and dynamic rank.
+  on static dims, intervals, ``?``, symbols (``ov.Symbol`` on a dynamic dim, fresh for each
+  case, read back as the name whose symbol OpenVINO reports) and dynamic rank.
 
 Where both succeed the shapes must be equal (ONNX ``unk__k`` read as ``?``; OpenVINO read
 from its print form). Where exactly one of them raises, or both succeed with different
@@ -38,6 +39,10 @@ SEED = 20260421
 # -- the documented differences ----------------------------------------------------------
 
 KNOWN_DIFFERENCES: dict[str, str] = {
+    "D2-symbol-against-unknown": (
+        "a symbol against an unknown dim: OpenVINO keeps the symbol ([N] with [?] gives [N]), "
+        "bcast answers ? since ? may be 5 while N is 1 (DESIGN §3, SEMANTICS D2, O241)"
+    ),
     "D5-unknown-rank": (
         "an operand of unknown rank: the peer answers [...] (ONNX: no shape) without checking "
         "anything, bcast keeps what the known operands force: their own clash or an invalid "
@@ -214,33 +219,50 @@ def onnx_cases(count: int, seed: int) -> list[Case]:
 # -- OpenVINO ----------------------------------------------------------------------------
 
 
-def _ov_partial_shape(ov: ModuleType, shape: Shape) -> Any:
+def _ov_dimension(ov: ModuleType, d: Dim, symbols: dict[str, Any]) -> Any:
+    if d.is_static:
+        return ov.Dimension(d.lo)
+    dimension = ov.Dimension(d.lo, -1 if d.hi is None else d.hi)
+    if d.name is not None:
+        if d.name not in symbols:
+            symbols[d.name] = ov.Symbol()
+        dimension.set_symbol(symbols[d.name])
+    return dimension
+
+
+def _ov_partial_shape(ov: ModuleType, shape: Shape, symbols: dict[str, Any]) -> Any:
     if shape.rank is None:
         return ov.PartialShape.dynamic()
-    dims = [
-        d.lo if d.is_static else ov.Dimension(d.lo, -1 if d.hi is None else d.hi) for d in shape
-    ]
-    return ov.PartialShape(dims)
+    return ov.PartialShape([_ov_dimension(ov, d, symbols) for d in shape])
 
 
-def _from_ov(partial_shape: Any) -> Shape:
+def _from_ov(partial_shape: Any, symbols: dict[str, Any]) -> Shape:
     printed = Shape.parse(str(partial_shape))  # OpenVINO's print form: [2,..5,3..,?] / [...]
     if partial_shape.rank.is_dynamic:
         assert printed.rank is None
         return printed
-    bounds = [
-        Dim.interval(d.get_min_length(), None if d.get_max_length() < 0 else d.get_max_length())
-        for d in partial_shape
-    ]
-    assert printed == Shape(bounds), (str(partial_shape), bounds)
-    return printed
+    dims = []
+    for d in partial_shape:
+        hi = d.get_max_length()
+        dim = Dim.interval(d.get_min_length(), None if hi < 0 else hi)
+        # A symbol on a fully unknown dim is the name it stands for (`==` is OpenVINO's
+        # symbol equality, which sees equalities it has recorded); on a bounded dim the
+        # bounds say more than the name, as in bcast.
+        if dim == Dim.unknown() and d.has_symbol():
+            # After none mode unified N and M both match: the first operand's comes first.
+            names = [n for n in symbols if symbols[n] == d.get_symbol()]
+            dim = Dim.symbol(names[0]) if names else dim
+        dims.append(dim)
+    assert Shape.parse(str(partial_shape)).rank == len(dims), str(partial_shape)
+    return Shape(dims)
 
 
 def run_openvino(ov: ModuleType, factory: Any, case: Case) -> Outcome:
     ops13, ops3 = ov.opset13, ov.opset3
+    symbols: dict[str, Any] = {}  # fresh per case: none mode binds symbols for good (O242)
     try:
         if case.op == "Add":
-            a, b = (ops13.parameter(_ov_partial_shape(ov, s)) for s in case.shapes)
+            a, b = (ops13.parameter(_ov_partial_shape(ov, s, symbols)) for s in case.shapes)
             if case.mode == "pdpd":
                 attrs = {"auto_broadcast": "pdpd", "auto_broadcast.auto_broadcast_axis": case.axis}
                 node = factory.create("Add", [a.output(0), b.output(0)], attrs)
@@ -249,7 +271,7 @@ def run_openvino(ov: ModuleType, factory: Any, case: Case) -> Outcome:
         else:
             assert case.target is not None
             data_shape = case.shapes[1] if case.mode == "unidirectional" else case.shapes[0]
-            data = ops13.parameter(_ov_partial_shape(ov, data_shape))
+            data = ops13.parameter(_ov_partial_shape(ov, data_shape, symbols))
             target = ops13.constant(np.array(case.target, dtype=np.int64))
             mode = "numpy" if case.mode == "unidirectional" else case.mode
             if mode == "explicit":
@@ -258,7 +280,7 @@ def run_openvino(ov: ModuleType, factory: Any, case: Case) -> Outcome:
                 node = ops3.broadcast(data, target, axes, broadcast_spec=mode)
             else:
                 node = ops3.broadcast(data, target, broadcast_spec=mode)
-        return Outcome(_from_ov(node.get_output_partial_shape(0)))
+        return Outcome(_from_ov(node.get_output_partial_shape(0), symbols))
     except RuntimeError as err:
         return Outcome(error=str(err).strip().splitlines()[-1])
 
@@ -267,8 +289,10 @@ def _ov_dim(rng: random.Random) -> Dim:
     roll = rng.random()
     if roll < 0.55:
         return Dim(rng.choice([0, 1, 1, 2, 3, 3, 4]))
-    if roll < 0.75:
+    if roll < 0.7:
         return Dim.unknown()
+    if roll < 0.8:
+        return Dim.symbol(rng.choice(["N", "N", "M"]))
     lo = rng.randint(0, 4)
     return Dim.interval(lo, rng.choice([None, rng.randint(lo, 6)]))
 
@@ -392,6 +416,14 @@ def known_difference(case: Case) -> str | None:
         return None
     if case.peer != "openvino":
         return None
+    if ours.shape is not None and theirs.shape is not None and ours.shape.rank is not None:
+        differing = [(o, t) for o, t in zip(ours.shape, theirs.shape, strict=False) if o != t]
+        if (
+            ours.shape.rank == theirs.shape.rank
+            and differing
+            and all(o == Dim.unknown() and t.name is not None for o, t in differing)
+        ):
+            return "D2-symbol-against-unknown"
     if case.mode == "pdpd":
         a, b = case.shapes
         assert a.rank is not None and b.rank is not None
@@ -513,6 +545,12 @@ def _ov_case(op: str, mode: str, *texts: str, **kw: Any) -> Case:
     ("case", "expected", "reason"),
     [
         pytest.param(
+            _ov_case("Add", "numpy", "[N]", "[?]"),
+            "[?]",
+            "D2-symbol-against-unknown",
+            id="symbol-against-unknown",
+        ),
+        pytest.param(
             _ov_case("Add", "pdpd", "[2,3]", "[...]", axis=3),
             "error",
             "D5-unknown-rank",
@@ -632,3 +670,38 @@ def test_agreement_includes_symbols_and_unknowns(onnx_module: ModuleType) -> Non
         case = Case("onnx", op, "numpy", [_onnx_shape(s) for s in specs], specs=specs)
         assert str(run_onnx(onnx_module, case).shape) == expected
         assert str(run_bcast(case).shape) == expected
+
+
+@pytest.mark.parametrize(
+    ("mode", "a", "b", "expected"),
+    [
+        pytest.param("numpy", "[N]", "[N]", "[N]", id="O236"),
+        pytest.param("numpy", "[N]", "[1]", "[N]", id="O237"),
+        pytest.param("numpy", "[1]", "[N]", "[N]", id="O238"),
+        pytest.param("numpy", "[N]", "[M]", "[?]", id="O239"),
+        pytest.param("numpy", "[N]", "[3]", "[3]", id="O240"),
+        pytest.param("none", "[N]", "[M]", "[N]", id="O242"),
+        pytest.param("none", "[N]", "[3]", "[3]", id="O243"),
+        pytest.param("numpy", "[N,1,3]", "[1,M,1]", "[N,M,3]", id="two-symbols"),
+    ],
+)
+def test_openvino_agrees_on_symbols(
+    openvino_runner: Callable[[Case], Outcome], mode: str, a: str, b: str, expected: str
+) -> None:
+    # SEMANTICS §4.5 rows that OpenVINO (ov.Symbol) and bcast answer alike.
+    case = _ov_case("Add", mode, a, b)
+    assert str(openvino_runner(case).shape) == expected
+    assert str(run_bcast(case).shape) == expected
+
+
+def test_generated_openvino_cases_agree_on_symbolic_results(
+    openvino_runner: Callable[[Case], Outcome],
+) -> None:
+    # The random cases include symbols, and agreements whose result keeps a symbol.
+    kept = 0
+    for case in openvino_cases(CASES_PER_PEER, SEED):
+        case.theirs, case.ours = openvino_runner(case), run_bcast(case)
+        shape = case.ours.shape
+        if str(case.ours) == str(case.theirs) and shape is not None and shape.rank is not None:
+            kept += any(d.name is not None for d in shape)
+    assert kept >= 10

@@ -297,3 +297,25 @@ def test_none_mode_rejects_zero_operands() -> None:
 def test_two_operand_modes_reject_other_counts(mode: str, count: int) -> None:
     with pytest.raises(bcast.BroadcastError):
         bcast.broadcast_shapes(*[(2,)] * count, mode=mode, axes_mapping=None)
+
+
+@given(operand_lists(), st.sampled_from([tuple, list]))
+def test_the_int_fast_path_builds_the_plan_the_general_rule_builds(
+    shapes: list[Shape], kind: type
+) -> None:
+    # Tuples and lists of plain ints take a fast path; Shape objects take the general rule.
+    # Both must give the same Plan (operands, output, alignment), or both the same error.
+    fast = general = None
+    try:
+        fast = bcast.rules._plan(tuple(kind(s) for s in shapes), "numpy", -1, None)
+    except bcast.BroadcastError as err:
+        fast_error = err
+    try:
+        general = bcast.rules._plan(tuple(bcast.Shape(s) for s in shapes), "numpy", -1, None)
+    except bcast.BroadcastError as err:
+        general_error = err
+    if general is None:
+        assert fast is None
+        assert (fast_error.axis, str(fast_error)) == (general_error.axis, str(general_error))
+    else:
+        assert fast == general

@@ -308,6 +308,16 @@ USAGE = [
         id="map-range",
     ),
     pytest.param(["[2]", "--bogus"], "No such option", id="unknown-option"),
+    # numbers past what Python writes as text (4300 digits): our message, not a traceback
+    pytest.param(["[" + "9" * 5000 + "]"], "got a number of 5000 digits", id="dim-5000-digits"),
+    pytest.param(
+        ["[2,3]", "[3]", "--mode", "pdpd", "--axis", "9" * 5000], "out of range", id="axis-huge"
+    ),
+    pytest.param(
+        ["[3]", "[2,3]", "--mode", "explicit", "--axes-mapping", "9" * 5000],
+        "out of range",
+        id="map-huge",
+    ),
 ]
 
 
@@ -408,6 +418,51 @@ def test_explain_pdpd_shows_the_trailing_ones_it_ignores() -> None:
     out = lines(result.stdout)
     assert any("ignored" in line.split() for line in out)  # the table's extra column
     assert "B axis 2 (1) lies past the last axis of A: a trailing one, ignored" in out
+
+
+def test_explain_pdpd_draws_b_overhanging_a_when_a_non_one_lies_past_a() -> None:
+    # A [2,3], B [3,2] from axis 1: B's 2 would sit past A's last axis. It is the cause of
+    # the failure, not an ignored trailing one: drawn in its own column, never "ignored".
+    result = run("explain", "[2,3]", "[3,2]", "--mode", "pdpd", "--axis", "1")
+    assert result.exit_code == 1
+    out = lines(result.stdout)
+    rows = {line.split()[0]: line.split() for line in out if line.split()}
+    assert rows["axis"] == ["axis", "0", "1", "2", "shape"]
+    assert rows["A"] == ["A", "2", "3", "·", "[2,3]"]
+    assert rows["B"] == ["B", "·", "3", "2", "[3,2]"]
+    assert "2 (B axis 1) would lie past A's last axis" in " ".join(out)
+    obj = parse_json(
+        run("explain", "[2,3]", "[3,2]", "--mode", "pdpd", "--axis", "1", "--json"),
+        EXPLAIN_SCHEMA,
+    )
+    assert obj["dropped"] == []
+    assert [a["dims"] for a in obj["axes"]] == [["2", None], ["3", "3"], [None, "2"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "rows"),
+    [
+        pytest.param(
+            ["[2,3]", "[4,5,6]", "--mode", "pdpd"],
+            {"A": ["·", "2", "3"], "B": ["4", "5", "6"]},
+            id="pdpd-rank",
+        ),
+        pytest.param(
+            ["[2,3]", "[3]", "--mode", "none"],
+            {"#0": ["2", "3"], "#1": ["·", "3"]},
+            id="none-rank",
+        ),
+    ],
+)
+def test_explain_draws_rank_errors_right_aligned(
+    args: list[str], rows: dict[str, list[str]]
+) -> None:
+    result = run("explain", *args)
+    assert result.exit_code == 1
+    drawn = {line.split()[0]: line.split()[1:-1] for line in lines(result.stdout) if line.strip()}
+    for label, cells in rows.items():
+        assert drawn[label] == cells
+    assert "(counts as 1)" not in result.stdout  # a rank mismatch, not a stretch
 
 
 def test_explain_partial_shapes_say_where_a_dim_may_stretch() -> None:

@@ -193,6 +193,9 @@ def test_axes_mapping_is_rejected_for_modes_other_than_explicit(mode: str) -> No
         pytest.param(["0"], "axes_mapping entries must be ints", id="str-entry"),
         pytest.param("0", "axes_mapping must be a sequence", id="str"),
         pytest.param(0, "axes_mapping must be a sequence", id="int"),
+        # unordered: {2, 1} iterates as 1, 2 and a dict as its keys, silently reordered
+        pytest.param({2, 1}, "ordered sequence", id="set"),
+        pytest.param({1: 0, 2: 0}, "ordered sequence", id="dict"),
     ],
 )
 def test_axes_mapping_of_the_wrong_type_is_a_type_error(mapping: object, fragment: str) -> None:
@@ -250,6 +253,87 @@ def test_negative_dims_are_rejected() -> None:
     with pytest.raises(BroadcastError, match="non-negative") as excinfo:
         bcast.broadcast_shapes((2, -3), (3,))
     assert "-3" in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    ("shapes", "kwargs", "fragment"),
+    [
+        pytest.param(((2, 3), (4, -1)), {}, "operand #1: dimension 1 must be non-negative"),
+        pytest.param(((2, 3), (4, 2**63)), {}, "operand #1: dimension 1 must be at most"),
+        pytest.param(("[2,3]", "[4,-1]"), {}, "operand #1: cannot parse shape '[4,-1]'"),
+        pytest.param(
+            ((-2, 3), (3,)), {"mode": "pdpd"}, "operand A: dimension 0 must be non-negative"
+        ),
+        pytest.param(
+            ((3,), ("N", 2**64)),
+            {"mode": "explicit", "axes_mapping": [1]},
+            "operand target: dimension 1 must be at most",
+        ),
+    ],
+)
+def test_a_bad_dim_names_its_operand_position_and_mode(
+    shapes: tuple[object, ...], kwargs: dict[str, object], fragment: str
+) -> None:
+    with pytest.raises(BroadcastError) as excinfo:
+        bcast.broadcast_shapes(*shapes, **kwargs)  # type: ignore[arg-type]
+    assert fragment in str(excinfo.value)
+    assert excinfo.value.mode == kwargs.get("mode", "numpy")
+    assert excinfo.value.kind == "input"
+
+
+def test_an_operand_count_error_keeps_the_shapes() -> None:
+    with pytest.raises(BroadcastError, match="exactly 2 operands") as excinfo:
+        bcast.broadcast_shapes((3,), (3,), (3,), mode="pdpd")
+    assert excinfo.value.shapes == (Shape((3,)),) * 3
+
+
+# Python refuses to write an int of more than 4300 digits as text (int_max_str_digits): a
+# message that tries raises a plain ValueError in place of ours.
+HUGE = 10**5000
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        pytest.param(lambda: bcast.Dim(HUGE), BroadcastError, id="Dim"),
+        pytest.param(lambda: bcast.Dim(1, HUGE), BroadcastError, id="Dim-hi"),
+        pytest.param(lambda: bcast.broadcast_shapes((HUGE,)), BroadcastError, id="dim"),
+        pytest.param(lambda: bcast.broadcast_shapes((-HUGE,)), BroadcastError, id="neg-dim"),
+        pytest.param(lambda: bcast.Shape.parse("[" + "9" * 5000 + "]"), BroadcastError, id="text"),
+        pytest.param(lambda: bcast.Dim.parse("1.." + "9" * 5000), BroadcastError, id="interval"),
+        pytest.param(lambda: bcast.Dim.parse("-" + "9" * 5000), BroadcastError, id="neg-text"),
+        pytest.param(
+            lambda: bcast.broadcast_shapes((2, 3), (3,), mode="pdpd", axis=HUGE),
+            BroadcastError,
+            id="axis",
+        ),
+        pytest.param(
+            lambda: bcast.broadcast_shapes((2, 3), (3,), axis=-HUGE), BroadcastError, id="axis-np"
+        ),
+        pytest.param(
+            lambda: bcast.broadcast_shapes((3,), (2, 3), mode="explicit", axes_mapping=[HUGE]),
+            BroadcastError,
+            id="mapping",
+        ),
+        pytest.param(
+            lambda: bcast.broadcast_shapes((3,), (2, 3), axes_mapping=[HUGE]),
+            BroadcastError,
+            id="mapping-np",
+        ),
+        pytest.param(
+            lambda: bcast.broadcast_shapes((3,), (2, 3), mode="explicit", axes_mapping=HUGE),
+            TypeError,
+            id="mapping-int",
+        ),
+    ],
+)
+def test_numbers_too_long_to_print_still_get_our_errors(
+    call: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error) as excinfo:
+        call()  # type: ignore[operator]
+    message = str(excinfo.value)
+    assert len(message) < 500  # shortened, not the whole number
 
 
 def test_huge_dims_up_to_int64_work() -> None:

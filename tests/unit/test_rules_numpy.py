@@ -144,6 +144,7 @@ PEER_CASES = [
     pytest.param(("[N,1]", "[1,M]", "[1]"), "[N,M]", id="X44"),
     pytest.param(("[1]", "[N]", "[M]"), "[?]", id="X46"),
     pytest.param(("[0,1]", "[1,3]", "[1]"), "[0,3]", id="X47"),
+    pytest.param(("[2,1]", "[3]"), "[2,3]", id="X75"),  # And: same rule as Add
 ]
 
 PEER_ERRORS = [
@@ -155,6 +156,7 @@ PEER_ERRORS = [
     pytest.param(("[?,3]", "[4]"), 1, id="O31"),
     pytest.param(("[2..10]", "[20..30]"), 0, id="O38"),
     pytest.param(("[2,3]", "[4]"), 1, id="O43"),
+    pytest.param(("[2,3]", "[4]"), 1, id="O44"),  # LogicalAnd: same rule as Add
     pytest.param(("[2]", "[3]", "[1]"), 0, id="O102"),
     pytest.param(("[3]", "[2]"), 0, id="X11"),
     pytest.param(("[0]", "[5]"), 0, id="X13"),

@@ -298,9 +298,13 @@ def _table(
     return table
 
 
-def _legend(layout: _Layout) -> list[Text]:
+def _legend(layout: _Layout, *, counts_as_one: bool = True) -> list[Text]:
     absent = any(row is not None and None in row for row in layout.cells)
-    return [Text(f"{_ABSENT} no axis there (counts as 1)", style="dim")] if absent else []
+    if not absent:
+        return []
+    # In a failed none or PDPD picture an empty cell is a rank mismatch, not a stretch.
+    why = " (counts as 1)" if counts_as_one else ""
+    return [Text(f"{_ABSENT} no axis there{why}", style="dim")]
 
 
 def _heading(request: Request, result: str) -> Text:
@@ -351,7 +355,8 @@ def render_error(console: Console, request: Request, err: BroadcastError) -> Non
     if err.alignment is not None and err.out_rank is not None:
         layout = _layout(err.shapes, err.alignment, err.out_rank, err.labels)
         print_unclipped(console, _table(layout, result=None, stretched=set(), failing=err.axis))
-        console.print(Group(*_legend(layout), Text("")))
+        counts_as_one = err.mode not in (Mode.NONE.value, Mode.PDPD.value)
+        console.print(Group(*_legend(layout, counts_as_one=counts_as_one), Text("")))
     console.print(Text(err.summary, style="bold red"))
 
 

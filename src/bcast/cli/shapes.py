@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from bcast.errors import BroadcastError
+from bcast.errors import BroadcastError, show_text
 from bcast.modes import ALIASES, Mode
 from bcast.shape import Shape
 
@@ -65,6 +65,7 @@ class AxesMappingText(_AxesParam):
 
     name = "axes"
     _INT = re.compile(r"-?[0-9]+")
+    _MAX_DIGITS = 19  # 2**63 - 1
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
@@ -79,11 +80,31 @@ class AxesMappingText(_AxesParam):
         if not all(self._INT.fullmatch(p) for p in parts):
             self.fail(
                 f"expected comma-separated integers such as 1,2 (or [] for scalar data); "
-                f"got {value!r}",
+                f"got {show_text(str(value))}",
                 param,
                 ctx,
             )
+        for p in parts:
+            if len(p.lstrip("-").lstrip("0")) > self._MAX_DIGITS:  # int() refuses 4300+
+                self.fail(f"axis {show_text(p, 40)} is out of range (at most 2**63-1)", param, ctx)
         return tuple(int(p) for p in parts)
+
+
+class AxisInt(click.ParamType):  # type: ignore[type-arg, unused-ignore]
+    """An ``--axis`` value: an integer; a malformed one is quoted shortened in the error."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        """Parse a decimal integer (``-1`` included)."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        if not re.fullmatch(r"[+-]?[0-9]+", text):
+            self.fail(f"{show_text(text, 40)} is not a valid integer", param, ctx)
+        if len(text.lstrip("+-").lstrip("0")) > 19:  # int() refuses 4300+ digits
+            self.fail(f"{show_text(text, 40)} is out of range (at most 2**63-1)", param, ctx)
+        return int(text)
 
 
 def _rule_options(command: _F) -> _F:
@@ -102,7 +123,7 @@ def _rule_options(command: _F) -> _F:
         ),
         click.option(
             "--axis",
-            type=int,
+            type=AxisInt(),
             default=-1,
             show_default=True,
             metavar="K",
