@@ -323,20 +323,20 @@ def test_expand_matches_numpy(
     assert got.compute().flags.writeable  # materialised, not a view
 
 
+BROADCAST_OP_CASES = [
+    pytest.param((3,), (2, 3), (), {}, (1, 3), (2, 3), id="numpy"),
+    pytest.param(
+        (2,), (2, 2, 3), ([1],), {"mode": "explicit"}, (1, 2, 1), (2, 2, 3), id="explicit"
+    ),
+    pytest.param((3, 1), (2, 1, 4), (), {"mode": "bidirectional"}, (1, 3, 1), (2, 3, 4), id="bidi"),
+    pytest.param(
+        (3, 1), (2, 3, 4), (), {"mode": "pdpd", "axis": 1}, (1, 3, 1), (2, 3, 4), id="pdpd"
+    ),
+]
+
+
 @pytest.mark.parametrize(
-    ("shape", "target", "args", "kwargs", "aligned", "out"),
-    [
-        pytest.param((3,), (2, 3), (), {}, (1, 3), (2, 3), id="numpy"),
-        pytest.param(
-            (2,), (2, 2, 3), ([1],), {"mode": "explicit"}, (1, 2, 1), (2, 2, 3), id="explicit"
-        ),
-        pytest.param(
-            (3, 1), (2, 1, 4), (), {"mode": "bidirectional"}, (1, 3, 1), (2, 3, 4), id="bidi"
-        ),
-        pytest.param(
-            (3, 1), (2, 3, 4), (), {"mode": "pdpd", "axis": 1}, (1, 3, 1), (2, 3, 4), id="pdpd"
-        ),
-    ],
+    ("shape", "target", "args", "kwargs", "aligned", "out"), BROADCAST_OP_CASES
 )
 def test_broadcast_operator_matches_numpy_in_every_mode(
     shape: tuple[int, ...],

@@ -2,7 +2,8 @@
 
 The cluster (2 worker processes, 1 thread each, 384 MiB of memory each) is started and
 closed by a module fixture. Expected values are NumPy expressions or closed forms written
-here, never bcast's output.
+here, never bcast's output. Every operator and every mode of ``test_dask``'s tables (run there
+on the threaded scheduler) runs here too, each table as one batch computed on the workers.
 """
 
 from __future__ import annotations
@@ -15,6 +16,17 @@ import dask.array as da
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
+
+# The same tables the threaded-scheduler tests use (expected values: NumPy expressions).
+from test_dask import (
+    BINARY_MODES,
+    BROADCAST_OP_CASES,
+    EXPAND_CASES,
+    OPERATOR_CASES,
+    VIEW_CASES,
+    placements,
+    rng_floats,
+)
 
 import bcast
 from bcast import ops
@@ -83,6 +95,60 @@ def test_operators_on_workers_match_numpy(client: Client) -> None:
         run(client, ops.expand(da.from_array(b, chunks=2), (2, 1, 3))),
         np.broadcast_to(b, (2, 4, 3)),
     )
+
+
+def _batch(client: Client, cases: list[tuple[str, Any, np.ndarray]]) -> None:
+    """Compute every lazy result in one go on the workers and compare each with NumPy."""
+    for _, got, want in cases:
+        assert isinstance(got, da.Array)
+        assert (tuple(got.shape), got.dtype) == (want.shape, want.dtype)
+    values = client.compute([got for _, got, _ in cases], sync=True)
+    for (name, _, want), value in zip(cases, values, strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-12, atol=0, err_msg=name)
+
+
+def test_every_operator_on_workers_matches_numpy(client: Client) -> None:
+    cases = []
+    for param in OPERATOR_CASES:
+        op, arrays, expected = param.values
+        want = np.asarray(expected(*arrays))
+        for which, inputs in zip(["all", "first", "last"], placements(*arrays), strict=True):
+            cases.append((f"{param.id}-{which}", op(*inputs), want))
+    _batch(client, cases)
+
+
+def test_every_binary_broadcast_mode_on_workers_matches_numpy(client: Client) -> None:
+    cases = []
+    numpy_ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "greater": np.greater}
+    for param in BINARY_MODES:
+        sa, sb, kwargs, b_aligned = param.values
+        a, b = rng_floats(sa, seed=4), rng_floats(sb, seed=5)
+        for name, numpy_op in numpy_ops.items():
+            want = numpy_op(a, b.reshape(b_aligned))
+            for left, right in placements(a, b):
+                got = getattr(ops, name)(left, right, **kwargs)
+                cases.append((f"{param.id}-{name}", got, want))
+    _batch(client, cases)
+
+
+def test_every_view_and_materialising_mode_on_workers_matches_numpy(client: Client) -> None:
+    cases = []
+    for param in VIEW_CASES:
+        shape, target, kwargs, aligned, out = param.values
+        x = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
+        view = bcast.broadcast_to(da.from_array(x, chunks=2), target, **kwargs)
+        cases.append((f"view-{param.id}", view, np.broadcast_to(x.reshape(aligned), out)))
+    for param in EXPAND_CASES:
+        shape, target, aligned, out = param.values
+        x = np.arange(np.prod(shape), dtype=np.int16).reshape(shape)
+        got = ops.expand(da.from_array(x, chunks=2), target)
+        cases.append((f"expand-{param.id}", got, np.broadcast_to(x.reshape(aligned), out)))
+    for param in BROADCAST_OP_CASES:
+        shape, target, args, kwargs, aligned, out = param.values
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        got = ops.broadcast(da.from_array(x, chunks=2), target, *args, **kwargs)
+        cases.append((f"broadcast-{param.id}", got, np.broadcast_to(x.reshape(aligned), out)))
+    _batch(client, cases)
 
 
 def test_an_unknown_dim_is_checked_on_the_workers(client: Client) -> None:
