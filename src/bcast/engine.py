@@ -52,7 +52,9 @@ class Kernel:
         ``numpy(out, *operands)`` writes the result into ``out``; the operands are at the
         output's rank (aligned shapes), so NumPy's own broadcasting applies the plan.
     generic : callable
-        ``generic(xp, *operands)`` returns the result, computed with namespace ``xp``.
+        ``generic(xp, *operands)`` returns the result, computed with namespace ``xp``. It
+        may return an operand itself, below the output's shape (Copy): the engine then
+        makes the new array of the output's shape, so results are never views.
     single_pass : bool
         True when ``numpy`` is one ufunc call, which NumPy makes safe when ``out`` overlaps
         an operand; otherwise the engine computes into a fresh array and copies.
@@ -368,8 +370,10 @@ def _run_generic(
     xp: Any,
 ) -> Any:
     # Everything here stays in ``xp`` and on the operands' device (CuPy, torch CUDA): no
-    # np.asarray, no host copies.
-    from array_api_compat import array_namespace, is_lazy_array
+    # np.asarray, no host copies. Dask never comes here (`execute` hands it to bcast._dask),
+    # so the output shape is static and the memory guard always applies, JAX arrays (traced
+    # under jit or not) included.
+    from array_api_compat import array_namespace
 
     from bcast.ops import _guard  # at call time: bcast.ops imports this module
     from bcast.ops._dtypes import ITEMSIZE, dtype_name
@@ -379,17 +383,38 @@ def _run_generic(
         if not hasattr(out, "dtype") or array_namespace(out) is not xp:
             raise TypeError(f"{op}: out must be an array of the operands' library")
         _check_out(op, shape_of(out), shape, dtype_name(out.dtype, xp), name)
-    elif not any(is_lazy_array(v) for v in views):
+    else:
         _guard.check(op, shape, name, ITEMSIZE.get(name, 8))
     result = kernel.generic(xp, *views)
-    if tuple(shape_of(result)) != shape:  # a kernel returning a view of lower rank
-        result = xp.broadcast_to(result, shape)
     if result.dtype != dtype:
-        result = xp.astype(result, dtype)
-    if out is None:
-        return result
-    out[...] = result
-    return out
+        result = xp.astype(result, dtype)  # a new array (the array API's default copy=True)
+    if out is not None:
+        out[...] = result  # broadcasts a result below the output's shape
+        return out
+    if tuple(shape_of(result)) != shape or any(result is v for v in views):
+        return _materialise(xp, result, shape)
+    return result
+
+
+def _materialise(xp: Any, x: Any, shape: tuple[int, ...]) -> Any:
+    """Return a new, writable, C-contiguous array of ``shape`` holding ``x`` broadcast.
+
+    For kernels that return an operand itself (Copy: Expand, Broadcast), below the output's
+    shape. ``xp.broadcast_to`` alone would give a stride-0 view that writes through to the
+    operand (PyTorch) or is read-only (array-api-strict), and ``xp.asarray(view, copy=True)``
+    keeps NumPy's order "K", which turns a stride-0 view into a Fortran-ordered copy
+    (array-api-strict). So: allocate on the operand's device and assign. JAX arrays are
+    immutable and have no strides: there ``broadcast_to`` gives the new array.
+    """
+    from array_api_compat import device, is_jax_namespace, is_writeable_array
+
+    if is_jax_namespace(xp):
+        return xp.broadcast_to(x, shape)
+    fresh = xp.empty(shape, dtype=x.dtype, device=device(x))
+    if not is_writeable_array(fresh):  # another library of immutable arrays
+        return xp.asarray(xp.broadcast_to(x, shape), copy=True)
+    fresh[...] = x
+    return fresh
 
 
 def _check_out(op: str, got: tuple[int, ...], shape: tuple[int, ...], have: str, want: str) -> None:

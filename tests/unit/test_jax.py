@@ -155,3 +155,46 @@ def test_jax_incompatible_shapes_raise_broadcast_error() -> None:
     with pytest.raises(bcast.BroadcastError) as excinfo:
         ops.add(jnp.ones((2, 3)), jnp.ones(4))
     assert excinfo.value.axis == 1
+
+
+# -- the memory guard and the value checks run on concrete JAX arrays -----------------------
+
+
+def test_jax_memory_guard_applies() -> None:
+    # 10 x 10 float32 = 400 bytes, over a 100-byte limit (as for NumPy operands).
+    with ops.memory_limit(100), pytest.raises(ops.MemoryLimitError) as excinfo:
+        ops.add(jnp.ones((10, 1), jnp.float32), jnp.ones(10, jnp.float32))
+    assert excinfo.value.shape == (10, 10)
+
+
+def test_jax_integer_div_by_zero_raises_as_for_numpy() -> None:
+    with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+        ops.div(np.array([1, 2], np.int32), np.array([0], np.int32))
+    with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+        ops.div(jnp.array([1, 2], dtype=jnp.int32), jnp.array([0], dtype=jnp.int32))
+
+
+def test_jax_integer_zero_to_a_negative_power_raises_as_for_numpy() -> None:
+    with pytest.raises(ZeroDivisionError, match="negative integer power"):
+        ops.pow(np.array([0, 2], np.int32), np.array([-1], np.int32))
+    with pytest.raises(ZeroDivisionError, match="negative integer power"):
+        ops.pow(jnp.array([0, 2], dtype=jnp.int32), jnp.array([-1], dtype=jnp.int32))
+
+
+def test_jax_integer_negative_powers_are_truncated_r7() -> None:
+    # onnxruntime's answer: the truncated real power, 0 except for the bases 1 and -1.
+    base = np.array([2, -2, 1, -1, -1, 5], np.int32)
+    exponent = np.array([-1, -1, -3, -3, -2, -2], np.int32)
+    got = ops.pow(jnp.asarray(base), jnp.asarray(exponent))
+    np.testing.assert_array_equal(np.asarray(got), [0, 0, 1, -1, 1, 0])
+
+
+def test_jax_integer_div_and_pow_run_under_jit() -> None:
+    # Traced values cannot be read, so the zero checks are skipped inside jax.jit (the
+    # documented exception); the values are the same as outside it.
+    a = np.array([[-7], [7]], np.int32)
+    b = np.array([2, -2, 3], np.int32)
+    div = jax.jit(ops.div)(jnp.asarray(a), jnp.asarray(b))
+    np.testing.assert_array_equal(np.asarray(div), [[-3, 3, -2], [3, -3, 2]])
+    pw = jax.jit(ops.pow)(jnp.asarray(a), jnp.asarray(np.array([2, 0, -1], np.int32)))
+    np.testing.assert_array_equal(np.asarray(pw), [[49, 1, 0], [49, 1, 0]])

@@ -266,6 +266,25 @@ def test_pow_zero_to_a_negative_integer_power_raises() -> None:
         ops.pow(np.array([0, 2], np.int64), np.array([-1], np.int64))
 
 
+def _wrapped(value: int, bits: int) -> int:
+    """``value`` modulo 2**bits, as a two's complement integer of that width."""
+    value %= 1 << bits
+    return value - (1 << bits) if value >= 1 << (bits - 1) else value
+
+
+@pytest.mark.parametrize("base", [np.int32, np.int64], ids=lambda d: np.dtype(d).name)
+def test_pow_int_base_uint64_exponent_is_exact(base: Any) -> None:
+    # NumPy computes int ** uint64 in float64 (3 ** 39 -> ...256); the exact power wraps.
+    bits = np.dtype(base).itemsize * 8
+    bases = [3, -3, 2, -1, 0, 1, 7]
+    exponents = [39, 40, 63, 64, 2**53 + 1, 2**63, 2**63 + 1, 2**64 - 1]
+    got = ops.pow(np.array(bases, base).reshape(-1, 1), np.array(exponents, np.uint64))
+    assert got.dtype == base
+    expected = [[_wrapped(pow(x, e, 1 << 64), bits) for e in exponents] for x in bases]
+    assert got.tolist() == expected
+    assert ops.pow(np.array([3], np.int64), np.array([39], np.uint64))[0] == 3**39
+
+
 def test_pow_nan_into_int64_is_int64_min_r8() -> None:
     got = ops.pow(np.array([-8], np.int64), np.array([1 / 3], np.float32))
     with np.errstate(invalid="ignore"):
@@ -938,9 +957,103 @@ def test_torch_operands_give_torch_results() -> None:
     np.testing.assert_array_equal(g.numpy(), np.full((2, 4), 7.0))
     e = ops.expand(torch.arange(3.0), [2, 1])
     assert tuple(e.shape) == (2, 3)
-    e[0, 0] = 5.0  # a new, writable tensor
+    assert e.stride() == (3, 1) and e.is_contiguous()
+    e[0, 0] = 5.0  # a new, writable tensor: row 1 is its own memory
+    assert e[1, 0] == 0.0
+    e.add_(1)  # in place: refused on a stride-0 view
+    np.testing.assert_array_equal(e.numpy(), [[6.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
     with ops.memory_limit(10), pytest.raises(MemoryLimitError):
         ops.add(torch.ones(2, 1), torch.ones(3))
+
+
+def _torch_library() -> tuple[Any, Any, Any]:
+    torch = pytest.importorskip("torch")
+
+    def contiguous(r: Any) -> bool:
+        return bool(r.stride() == torch.empty(r.shape).stride())
+
+    return torch.asarray, lambda r: r.numpy(), contiguous
+
+
+def _strict_library() -> tuple[Any, Any, Any]:
+    xps = pytest.importorskip("array_api_strict")
+
+    def contiguous(r: Any) -> bool:
+        view = np.from_dlpack(r)  # shares r's memory
+        return bool(view.flags.c_contiguous and view.flags.writeable)
+
+    return xps.asarray, np.asarray, contiguous
+
+
+def _numpy_library() -> tuple[Any, Any, Any]:
+    return np.asarray, np.asarray, lambda r: bool(r.flags.c_contiguous and r.flags.writeable)
+
+
+_SOURCE = np.array([1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "library", [_numpy_library, _torch_library, _strict_library], ids=["numpy", "torch", "strict"]
+)
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        pytest.param(
+            lambda x: ops.expand(x, [2, 1]), np.broadcast_to(_SOURCE, (2, 3)), id="expand-grows"
+        ),
+        pytest.param(lambda x: ops.expand(x, [1]), _SOURCE, id="expand-same-shape"),
+        pytest.param(
+            lambda x: ops.broadcast(x, [2, 3]), np.broadcast_to(_SOURCE, (2, 3)), id="broadcast"
+        ),
+        pytest.param(lambda x: ops.broadcast(x, [3]), _SOURCE, id="broadcast-same-shape"),
+        pytest.param(
+            lambda x: ops.broadcast(x, [3, 2], [0], mode="explicit"),
+            np.broadcast_to(_SOURCE[:, None], (3, 2)),
+            id="broadcast-explicit",
+        ),
+    ],
+)
+def test_materialising_ops_return_new_contiguous_writable_arrays(library, call, expected) -> None:
+    make, to_numpy, contiguous = library()
+    x = make(_SOURCE.copy())
+    got = call(x)
+    np.testing.assert_array_equal(to_numpy(got), expected)
+    assert contiguous(got)
+    got[(0,) * got.ndim] = 99.0  # one element changes: no other, and not x
+    changed = expected.copy()
+    changed[(0,) * got.ndim] = 99.0
+    np.testing.assert_array_equal(to_numpy(got), changed)
+    np.testing.assert_array_equal(to_numpy(x), _SOURCE)
+
+
+@pytest.mark.parametrize(
+    "library", [_numpy_library, _torch_library, _strict_library], ids=["numpy", "torch", "strict"]
+)
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda x, o: ops.expand(x, [2, 1], out=o), id="expand"),
+        pytest.param(lambda x, o: ops.broadcast(x, [2, 3], out=o), id="broadcast"),
+    ],
+)
+def test_materialising_ops_write_into_out(library, call) -> None:
+    make, to_numpy, _ = library()
+    out = make(np.zeros((2, 3)))
+    assert call(make(_SOURCE.copy()), out) is out
+    np.testing.assert_array_equal(to_numpy(out), np.broadcast_to(_SOURCE, (2, 3)))
+
+
+def test_array_api_strict_expand_is_a_new_writable_array() -> None:
+    xps = pytest.importorskip("array_api_strict")
+    x = xps.asarray([0.0, 1.0, 2.0])
+    e = ops.expand(x, [2, 1])
+    assert type(e) is type(x) and e.shape == (2, 3)
+    e[0, 0] = 5.0  # array-api-strict refuses to write into a read-only (view) array
+    np.testing.assert_array_equal(np.asarray(e), [[5.0, 1.0, 2.0], [0.0, 1.0, 2.0]])
+    b = ops.broadcast(x, [2, 3])
+    b[0, :] = xps.asarray(7.0)
+    np.testing.assert_array_equal(np.asarray(b), [[7.0, 7.0, 7.0], [0.0, 1.0, 2.0]])
+    np.testing.assert_array_equal(np.asarray(x), [0.0, 1.0, 2.0])
 
 
 def test_array_api_strict_operands() -> None:

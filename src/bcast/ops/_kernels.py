@@ -63,6 +63,23 @@ FLOAT_DIV: Final = _ufunc("divide", "divide")
 # -- integer Div: truncation toward zero (ONNX Div: "truncating division") --------------------
 
 
+def _readable(x: Any) -> bool:
+    """Tell whether ``x``'s values can be read now, to check them before computing.
+
+    Not for Dask arrays (reading computes the graph; bcast._dask checks each block as it is
+    computed) nor for JAX tracers (inside ``jax.jit``, ``vmap``, ``grad``: no values exist
+    yet, so the checks cannot run there). array-api-compat's ``is_lazy_array`` is True for
+    every JAX array, concrete ones too, which would skip the checks on all of JAX.
+    """
+    from array_api_compat import is_jax_array, is_lazy_array
+
+    if is_jax_array(x):
+        import jax
+
+        return not isinstance(x, jax.core.Tracer)
+    return not is_lazy_array(x)
+
+
 def _zero_divisor(op: str) -> ZeroDivisionError:
     return ZeroDivisionError(f"{op}: integer division by zero")
 
@@ -80,9 +97,9 @@ def _int_div_numpy(out: Any, a: Any, b: Any) -> None:
 
 
 def _int_div_generic(xp: Any, a: Any, b: Any) -> Any:
-    from array_api_compat import is_lazy_array
-
-    if not is_lazy_array(b) and bool(xp.any(b == 0)):
+    # No check under jax.jit (see `_readable`): there a zero divisor gives what JAX's
+    # floor_divide gives, corrected toward zero.
+    if _readable(b) and bool(xp.any(b == 0)):
         raise _zero_divisor("div")
     quotient = xp.floor_divide(a, b)
     fix = (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))
@@ -150,10 +167,34 @@ def _negative_powers(xp: Any, a: Any, b: Any) -> Any:
     return xp.where(a == 1, one, xp.where(a == -1, minus, xp.zeros_like(a)))
 
 
+def _uint64_exponent(xp: Any, exponent: Any) -> Any:
+    """Fold a uint64 exponent, already cast to int64, back to one with the same powers.
+
+    NumPy computes int64 ** uint64 in float64 (inexact past 2**53), and the cast to int64
+    turns the exponents from 2**63 up negative. An int64 power wraps modulo 2**64, where
+    ``a ** e`` depends only on ``e`` modulo 2**62 once ``e >= 64`` (odd bases: the units
+    modulo 2**64 have exponent 2**62; even bases: 0). So those exponents become
+    ``e % 2**62 + 2**62``: the same wrapped power, with the same parity for the base -1.
+
+    >>> import numpy as np
+    >>> (np.array([3], np.int64) ** np.array([39], np.uint64)).dtype  # NumPy's float path
+    dtype('float64')
+    >>> e = _uint64_exponent(np, np.array([39, 2**63 + 3], np.uint64).astype(np.int64))
+    >>> e.tolist()
+    [39, 4611686018427387907]
+    >>> pow(3, 2**63 + 3, 2**64) == pow(3, e.tolist()[1], 2**64)
+    True
+    """
+    return xp.where(exponent < 0, (exponent & (2**62 - 1)) | 2**62, exponent)
+
+
 def _int_pow_numpy(out: Any, a: Any, b: Any) -> None:
     # Exact integer powers (NumPy's, wrapping on overflow) for exponents >= 0; a negative
     # exponent gives the truncated real power, as onnxruntime (NumPy and the ONNX reference
-    # raise instead). The negative case costs masks of the output's size.
+    # raise instead). The negative case costs masks of the output's size. A uint64 exponent
+    # is taken to int64 first, or NumPy would compute int ** uint64 in float64.
+    if b.dtype == np.uint64:
+        b = _uint64_exponent(np, b.astype(np.int64))
     negative = b < 0 if b.dtype.kind == "i" else None
     if negative is None or not negative.any():
         np.power(a, b, out=out, casting="unsafe")
@@ -165,12 +206,17 @@ def _int_pow_numpy(out: Any, a: Any, b: Any) -> None:
 
 
 def _int_pow_generic(xp: Any, a: Any, b: Any) -> Any:
-    from array_api_compat import is_lazy_array
-
-    wide = xp.astype(a, xp.int64)
-    exponent = xp.astype(b, xp.int64)
+    # No check under jax.jit (see `_readable`): there 0 to a negative power gives 0.
+    # Operands of one dtype stay in it (a power wraps the same in any width at least the
+    # base's; and JAX without x64 has no int64); mixed ones meet in int64.
+    if a.dtype == b.dtype:
+        wide, exponent = a, b
+    else:
+        wide, exponent = xp.astype(a, xp.int64), xp.astype(b, xp.int64)
+    if b.dtype == xp.uint64:
+        exponent = _uint64_exponent(xp, exponent)
     negative = exponent < 0
-    if not is_lazy_array(a) and bool(xp.any((wide == 0) & negative)):
+    if _readable(a) and _readable(b) and bool(xp.any((wide == 0) & negative)):
         raise _zero_to_negative("pow")
     zero = xp.zeros_like(exponent)
     result = xp.pow(wide, xp.where(negative, zero, exponent))
@@ -283,11 +329,14 @@ def _copy_numpy(out: Any, x: Any) -> None:
 
 
 def _copy_generic(xp: Any, x: Any) -> Any:
-    return xp.asarray(x, copy=True)
+    # The operand itself, below the output's shape: the engine allocates the new array of
+    # the output's shape and assigns it once (`bcast.engine._materialise`). Copying here
+    # would only add a copy.
+    return x
 
 
 COPY: Final = Kernel(_copy_numpy, _copy_generic, single_pass=True)
-"""Materialise one operand at the output's shape (Expand, Broadcast)."""
+"""Materialise one operand at the output's shape (Expand, Broadcast): always a new array."""
 
 
 def _exact_integers(alpha: float, beta: float, *, unsigned: bool) -> bool:
