@@ -12,8 +12,13 @@ test list.
 from __future__ import annotations
 
 import unittest
+from pathlib import Path
 
+import numpy as np
+import onnx
 import onnx.backend.test
+import onnx.numpy_helper
+import onnx.reference
 import pytest
 
 import bcast.onnx
@@ -50,6 +55,16 @@ backend_test.include(
     r"^test_operator_(add_broadcast|add_size1_broadcast|add_size1_right_broadcast"
     r"|add_size1_singleton_broadcast|max|min|pow)_cpu$"
 )
+# The pytorch-converted PRelu models (capital letters in their names), opset 6 with a slope
+# of shape [1]: PRelu-6 says a slope "of size 1" is shared across channels, which is also
+# the unidirectional broadcast of PRelu-7 and later. Their test_PReLU_{1,2,3}d_multiparam
+# siblings (x [2,3,4...], slope [3]) stay out: PRelu-6 defines no rule for a slope of
+# several elements (onnx.defs.get_schema("PRelu", 6) says only the size-1 case; the
+# slope-on-axis-1 reading is the ONNX reference's fallback heuristic, onnxruntime has no
+# PRelu-6 kernel, and the test data's slopes are all 0.25, so they cannot tell a rule
+# apart); under the unidirectional rule [3] does not fit [..., 4] and bcast raises
+# BroadcastError. See docs/peer-differences.md.
+backend_test.include(r"^test_PReLU_[123]d_cpu$")
 # GreaterOrEqual and LessOrEqual are not bcast operators; their names extend ours.
 backend_test.exclude(r"^test_(greater|less)_equal")
 # Other operators whose names start with one of ours.
@@ -84,11 +99,12 @@ for _name, _case in backend_test.test_cases.items():
 del _name, _case, _filtered  # a TestCase class left in globals would be collected whole
 
 # The number of CPU tests the patterns above select with onnx 1.23.2: 149 node tests,
-# test_expand_shape_model1..4 (Simple category) and 7 pytorch-operator models. Obtained by
-# counting the methods of `backend_test.test_cases` that end in `_cpu` and are not wrapped
-# in unittest.skip (the function `selected_tests` below), on 2026-11-21. A newer onnx may
-# add tests; a drop means a pattern stopped matching, which must fail loudly.
-SELECTED_FLOOR = 160
+# test_expand_shape_model1..4 (Simple category), 7 pytorch-operator models and the 3
+# pytorch-converted test_PReLU_{1,2,3}d. Obtained by counting the methods of
+# `backend_test.test_cases` that end in `_cpu` and are not wrapped in unittest.skip (the
+# function `selected_tests` below; test_selection_has_not_shrunk prints it), on 2026-11-23.
+# A newer onnx may add tests; a drop means a pattern stopped matching, which must fail loudly.
+SELECTED_FLOOR = 163
 
 
 def selected_tests() -> list[str]:
@@ -124,3 +140,30 @@ def test_every_operator_has_node_tests(operator: str) -> None:
 
 def test_patterns_cover_exactly_the_backend_operators() -> None:
     assert {op.lower() for op in bcast.onnx.backend.SUPPORTED_OPS} == set(OPERATORS)
+
+
+@pytest.mark.parametrize("rank", ["1d", "2d", "3d"])
+def test_prelu6_multiparam_models_raise_where_the_reference_uses_its_channel_fallback(
+    rank: str,
+) -> None:
+    # PRelu-6 defines a shared slope "of size 1" only; bcast applies the unidirectional rule
+    # of PRelu-7+, under which a slope [3] does not fit x [2,3,4,...] (axis of the last dim).
+    # The ONNX reference matches the 3 to x's axis 1 and reproduces the test data.
+    folder = (
+        Path(onnx.backend.test.__file__).parent
+        / "data"
+        / "pytorch-converted"
+        / f"test_PReLU_{rank}_multiparam"
+    )
+    if not folder.is_dir():
+        pytest.skip("this onnx build has no pytorch-converted test data")
+    model = onnx.load(str(folder / "model.onnx"))
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 6)]
+    data = folder / "test_data_set_0"
+    x = onnx.numpy_helper.to_array(onnx.load_tensor(str(data / "input_0.pb")))
+    y = onnx.numpy_helper.to_array(onnx.load_tensor(str(data / "output_0.pb")))
+    reference = onnx.reference.ReferenceEvaluator(model).run(None, {"0": x})[0]
+    np.testing.assert_allclose(reference, y, rtol=1e-6)
+    with pytest.raises(bcast.BroadcastError) as excinfo:
+        bcast.onnx.backend.prepare(model).run([x])
+    assert excinfo.value.axis == x.ndim - 1
