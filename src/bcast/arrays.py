@@ -59,7 +59,7 @@ def broadcast_to(
     axis: int = -1,
     axes_mapping: Sequence[int] | None = None,
 ) -> ArrayT:
-    """Broadcast ``x`` to ``shape`` as a read-only, zero-copy view.
+    """Broadcast ``x`` to ``shape`` as a zero-copy view (read-only where the library can say so).
 
     ``x`` plays B (the data) and ``shape`` plays A (the target), as in OpenVINO's Broadcast
     op. The view is computed from `bcast.plan` only: ``x`` is reshaped to the plan's aligned
@@ -94,7 +94,13 @@ def broadcast_to(
     -------
     array
         A view of ``x``, of ``x``'s library, with the broadcast shape. Stretched axes have
-        stride 0. NumPy views are read-only; write to a copy (``np.array(view)``).
+        stride 0. NumPy views (and array-api-strict's, NumPy underneath) are read-only;
+        write to a copy (``np.array(view)``). Libraries without a read-only flag
+        (PyTorch, CuPy) return a *writable* view that writes through to ``x``: writing
+        one element changes it in ``x`` and along every stretched axis, and in-place
+        operations on it fail (PyTorch: "more than one element of the written-to tensor
+        refers to a single memory location"). JAX arrays are immutable. For a new,
+        writable array use `bcast.ops.expand` or `bcast.ops.broadcast`.
 
     Raises
     ------
@@ -150,7 +156,7 @@ def broadcast_to(
 def broadcast_arrays(
     *arrays: ArrayT, mode: str | Mode = "numpy", axis: int = -1
 ) -> tuple[ArrayT, ...]:
-    """Broadcast arrays against each other, as read-only, zero-copy views.
+    """Broadcast arrays against each other, as zero-copy views (read-only where possible).
 
     Parameters
     ----------
@@ -166,7 +172,9 @@ def broadcast_arrays(
     Returns
     -------
     tuple of array
-        One view per operand, all with the broadcast shape.
+        One view per operand, all with the broadcast shape. As for `broadcast_to`: NumPy
+        (and array-api-strict) views are read-only; PyTorch and CuPy views are writable and
+        write through to their operand, every stretched axis included.
 
     Raises
     ------
