@@ -251,7 +251,8 @@ def div(
     ZeroDivisionError
         For an integer division by zero. onnxruntime fails the same way ("Integer division
         by zero"); the ONNX reference returns 0. On Dask arrays it is raised when the result
-        is computed.
+        is computed. Inside ``jax.jit`` the values cannot be read and nothing is raised
+        (JAX gives its own, undefined values).
 
     Examples
     --------
@@ -290,7 +291,8 @@ def pow(
     Raises
     ------
     ZeroDivisionError
-        For an integer 0 raised to a negative integer power.
+        For an integer 0 raised to a negative integer power (when computed, on Dask; not
+        inside ``jax.jit``, where the values cannot be read).
 
     Examples
     --------
