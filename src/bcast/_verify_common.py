@@ -4,40 +4,66 @@
 broadcasting node alone in the runtimes and in bcast; both record what they find in the
 classes of this module (`Verification`, whose JSON and report the CLI renders), compare
 with `compare`, choose concrete shapes with `right_aligned` / `pick` and draw inputs with
-`random_array`. This module imports neither ``onnx`` nor ``openvino``.
+`random_array`. Before a node's inputs are drawn, `memory_problem` weighs what running it
+would allocate against bcast's memory limit (`bcast.ops.get_memory_limit`); a node too large
+to run, one whose operator bcast lacks, or one without concrete shapes is recorded with
+`Verification.skip` (a note, and an entry of ``"skipped"`` in the JSON), never run. This
+module imports neither ``onnx`` nor ``openvino``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
+from bcast.check import Graph
 from bcast.dim import Dim
 from bcast.errors import BroadcastError
+from bcast.ops import get_memory_limit
+from bcast.ops._guard import _human
 from bcast.shape import Shape
 
 __all__ = [
     "ATOL",
     "RTOL",
     "Comparison",
+    "NO_OPERATOR",
     "NodeRun",
     "Result",
+    "Skip",
+    "Skipped",
     "Verification",
     "aligned",
     "attempt",
     "compare",
+    "dim_names",
     "error_line",
+    "memory_problem",
+    "output_elements",
+    "out_of_memory",
     "pick",
     "random_array",
     "right_aligned",
+    "unused_dims",
 ]
 
 RTOL: Final = 1e-4
 ATOL: Final = 1e-5
+NO_OPERATOR: Final = "bcast.ops has no such operator"
+"""Why a broadcasting node whose operator bcast does not implement is skipped."""
+_COMPARE_BYTES: Final = 40
+"""Bytes per output element that `compare` allocates (float64 copies, masks)."""
+_ALLOCATION_FAILED: Final = re.compile(
+    r"failed to allocate|bad_alloc|out of memory|cannot allocate memory", re.IGNORECASE
+)
+"""How the runtimes say an allocation failed (onnxruntime's arena, OpenVINO, C++)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +72,7 @@ class Result:
 
     value: npt.NDArray[Any] | None = None
     error: str | None = None
+    out_of_memory: bool = False
 
     def text(self) -> str:
         """Return the shape as text (``[2,3] float32``), or ``error: ...``."""
@@ -71,6 +98,35 @@ class Comparison:
     agree: bool
     detail: str
     max_abs_diff: float | None = None
+
+
+class Skip(str, Enum):
+    """Why a broadcasting node was not run."""
+
+    UNSUPPORTED = "unsupported"  # bcast has no such operator
+    UNKNOWN_SHAPE = "unknown-shape"  # no concrete shapes: unknown rank, non-constant target
+    TOO_LARGE = "too-large"  # over the memory limit, or a side ran out of memory
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A broadcasting node that was not run, and why (see `Verification.skip`)."""
+
+    node: str
+    op: str
+    kind: Skip
+    reason: str
+
+    def note(self) -> str:
+        """Return the note printed for it: ``node (Op): reason; skipped``."""
+        return f"{self.node} ({self.op}): {self.reason}; skipped"
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"node", "op", "kind", "reason"}`` as plain JSON data."""
+        return {"node": self.node, "op": self.op, "kind": self.kind.value, "reason": self.reason}
 
 
 @dataclass(slots=True)
@@ -122,11 +178,30 @@ class Verification:
     seed: int
     nodes: list[NodeRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    unused_dims: list[str] = field(default_factory=list)
+    """``--dim`` bindings whose name no dim of the model has (they change nothing)."""
 
     @property
     def disagreements(self) -> int:
         """Return the number of (node, runtime) pairs that disagree with bcast."""
         return sum(1 for n in self.nodes for c in n.comparisons.values() if not c.agree)
+
+    @property
+    def compared(self) -> int:
+        """Return the number of nodes run and compared with at least one runtime."""
+        return sum(1 for n in self.nodes if n.comparisons)
+
+    @property
+    def nothing_verified(self) -> bool:
+        """True when the model has broadcasting nodes but none was compared with a runtime."""
+        return self.compared == 0 and bool(self.nodes or self.skipped)
+
+    def skip(self, node: str, op: str, kind: Skip, reason: str) -> None:
+        """Record a node that is not run: in `skipped` and as a note."""
+        skipped = Skipped(node, op, kind, reason)
+        self.skipped.append(skipped)
+        self.notes.append(skipped.note())
 
     def to_json(self) -> dict[str, Any]:
         """Return the verification as one JSON object."""
@@ -135,8 +210,15 @@ class Verification:
             "runtimes": self.runtimes,
             "seed": self.seed,
             "nodes": [n.to_json() for n in self.nodes],
+            "skipped": [s.to_json() for s in self.skipped],
             "notes": self.notes,
-            "summary": {"nodes": len(self.nodes), "disagreements": self.disagreements},
+            "unused_dims": self.unused_dims,
+            "summary": {
+                "nodes": len(self.nodes),
+                "compared": self.compared,
+                "skipped": len(self.skipped),
+                "disagreements": self.disagreements,
+            },
             "error": None,
         }
 
@@ -147,8 +229,11 @@ def attempt(call: Any, *args: Any, **kwargs: Any) -> Result:
         value = call(*args, **kwargs)
     except BroadcastError as err:  # bcast: the summary line, not the picture
         return Result(error=err.summary)
+    except MemoryError as err:  # bcast's MemoryLimitError, or an allocation that failed
+        return Result(error=error_line(err), out_of_memory=True)
     except Exception as err:  # a runtime's failure is a result to compare, not a crash
-        return Result(error=error_line(err))
+        failed = bool(_ALLOCATION_FAILED.search(str(err)))
+        return Result(error=error_line(err), out_of_memory=failed)
     if isinstance(value, tuple):
         value = value[0]
     return Result(value=np.asarray(value))
@@ -161,6 +246,120 @@ def error_line(err: Exception) -> str:
     if "Status Message:" in message:  # onnxruntime: keep what the kernel said
         message = message.split("Status Message:", 1)[1].strip()
     return message if len(message) <= 200 else message[:197] + "..."
+
+
+def out_of_memory(run: NodeRun) -> str | None:
+    """Return why ``run`` says nothing about broadcasting (a side ran out of memory), or None.
+
+    A node that bcast refuses with `bcast.ops.MemoryLimitError`, or that a runtime fails to
+    allocate, is too large to run here: the sides "both rejecting" it is no agreement.
+    """
+    for name, result in run.results.items():
+        if result.out_of_memory:
+            return f"too large to run: {name}: {result.error}"
+    return None
+
+
+def output_elements(shapes: Sequence[Sequence[int]], offsets: Sequence[int] | None = None) -> int:
+    """Return an upper bound of a node's output elements: the largest size on each axis.
+
+    Parameters
+    ----------
+    shapes : sequence of sequence of int
+        Concrete input shapes (an Expand's or a Broadcast's target values count as one).
+    offsets : sequence of int, optional
+        The output axis of each shape's first dim; right-aligned when omitted.
+
+    Returns
+    -------
+    int
+        The product over the output axes of the largest dim placed there: at least the
+        output's size whenever the node is valid, computed without allocating anything.
+
+    Examples
+    --------
+    >>> output_elements([(2**31, 1), (1, 2)])
+    4294967296
+    >>> output_elements([(4, 1), (4,)], offsets=[0, 0])  # PDPD: B placed from axis 0
+    4
+    """
+    if offsets is None:
+        rank = max((len(s) for s in shapes), default=0)
+        offsets = [rank - len(s) for s in shapes]
+    largest: dict[int, int] = {}
+    for shape, offset in zip(shapes, offsets, strict=True):
+        for i, size in enumerate(shape):
+            largest[offset + i] = max(largest.get(offset + i, 0), max(int(size), 0))
+    return math.prod(largest.values())
+
+
+def memory_problem(
+    inputs: Iterable[tuple[Sequence[int], int]],
+    outputs: int,
+    itemsize: int,
+    *,
+    runtimes: int,
+) -> str | None:
+    """Return why a node is too large to run here (a one-line reason), or None if it fits.
+
+    The estimate: each implementation (bcast and every runtime) holds the inputs and an
+    output, and `compare` makes float64 copies of two outputs. It is checked against bcast's
+    memory limit (`bcast.ops.get_memory_limit`: the available memory unless one was set), so
+    that no input is drawn for a node that could only exhaust the machine.
+
+    Parameters
+    ----------
+    inputs : iterable of (shape, itemsize)
+        Concrete input shapes and their bytes per element.
+    outputs : int
+        The output's elements (`output_elements`).
+    itemsize : int
+        The output's bytes per element.
+    runtimes : int
+        How many runtimes run the node besides bcast.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> from bcast.ops import memory_limit
+    >>> with memory_limit(2**20):
+    ...     print(memory_problem([((1024, 1), 4), ((1, 1024), 4)], 1024 * 1024, 4, runtimes=1))
+    too large to run: about 50348032 bytes (48.0 MiB) of inputs, results and comparison, ...
+    """
+    copies = 1 + runtimes
+    needed = sum(math.prod(max(int(d), 0) for d in shape) * size for shape, size in inputs)
+    needed = copies * (needed + outputs * itemsize) + outputs * _COMPARE_BYTES
+    limit = get_memory_limit()
+    if limit is None or needed <= limit:
+        return None
+    return (
+        f"too large to run: about {needed} bytes ({_human(needed)}) of inputs, results and "
+        f"comparison, more than the memory limit of {limit} bytes ({_human(limit)}; see "
+        "bcast.ops.set_memory_limit)"
+    )
+
+
+def dim_names(graph: Graph) -> set[str]:
+    """Return the names of the symbolic dims of ``graph``'s values (what ``--dim`` binds)."""
+    shapes = [*graph.shapes.values(), *(s for n in graph.nodes for s in n.output_shapes)]
+    return {d.name for shape in shapes for d in shape.dims if d.name is not None}
+
+
+def unused_dims(graphs: Iterable[Graph], dims: Mapping[str, int]) -> list[str]:
+    """Return the names in ``dims`` that no dim of any of ``graphs`` has, in ``dims`` order.
+
+    >>> from bcast.check import Graph
+    >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[batch,3]")})
+    >>> unused_dims([g], {"batch": 2, "nosuch": 3})
+    ['nosuch']
+    """
+    used: set[str] = set()
+    for graph in graphs:
+        used |= dim_names(graph)
+    return [name for name in dims if name not in used]
 
 
 def compare(ours: Result, theirs: Result, name: str) -> Comparison:

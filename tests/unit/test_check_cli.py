@@ -84,8 +84,9 @@ FINDING = {
 }
 CHECK_SCHEMA = {
     "type": "object",
-    "required": ["models", "summary"],
+    "required": ["models", "unused_dims", "summary"],
     "properties": {
+        "unused_dims": {"type": "array", "items": {"type": "string"}},
         "models": {
             "type": "array",
             "items": {
@@ -252,6 +253,22 @@ def test_dim_binds_symbols(models, binding, code, kinds):
     got, data = check_json(*args)
     assert got == code
     assert [f["kind"] for f in data["models"][0]["findings"]] == kinds
+
+
+def test_a_dim_that_no_input_has_is_warned_about(models):
+    args = ["--dim", "nosuch=3", "--dim", "batch=2"]
+    result = run("check", models["conditional"], *args)
+    assert result.exit_code == 0  # batch=2 still binds: the node is valid
+    (line,) = result.stderr.strip().splitlines()
+    assert "warning" in line
+    assert "nosuch=3" in line
+    assert "batch" not in line
+    code, data = check_json(models["conditional"], *args)
+    assert code == 0
+    assert data["unused_dims"] == ["nosuch"]
+    # A name that one of the models has is used: only "nosuch" is unused across both.
+    assert check_json(models["clean"], models["conditional"], *args)[1]["unused_dims"] == ["nosuch"]
+    assert check_json(models["conditional"], "--dim", "batch=2")[1]["unused_dims"] == []
 
 
 def test_max_elements_sets_the_size_limit(models):

@@ -19,8 +19,10 @@ import pytest
 from click.testing import CliRunner, Result
 from onnx import TensorProto, helper, numpy_helper
 
+from bcast.check import ModelError
 from bcast.cli import main
 from bcast.onnx.verify import verify_model
+from bcast.ops import memory_limit
 
 pytest.importorskip("onnxruntime")
 
@@ -39,17 +41,46 @@ RESULT = {
 }
 VERIFY_SCHEMA = {
     "type": "object",
-    "required": ["model", "runtimes", "seed", "nodes", "notes", "summary", "error"],
+    "required": [
+        "model",
+        "runtimes",
+        "seed",
+        "nodes",
+        "skipped",
+        "notes",
+        "unused_dims",
+        "summary",
+        "error",
+    ],
     "properties": {
         "model": {"type": "string"},
         "runtimes": {"type": "array", "items": {"enum": ["onnxruntime", "openvino"]}},
         "seed": {"type": "integer"},
         "notes": {"type": "array", "items": {"type": "string"}},
+        "unused_dims": {"type": "array", "items": {"type": "string"}},
         "error": {"type": "null"},
         "summary": {
             "type": "object",
-            "required": ["nodes", "disagreements"],
-            "properties": {"nodes": {"type": "integer"}, "disagreements": {"type": "integer"}},
+            "required": ["nodes", "compared", "skipped", "disagreements"],
+            "properties": {
+                k: {"type": "integer", "minimum": 0}
+                for k in ("nodes", "compared", "skipped", "disagreements")
+            },
+            "additionalProperties": False,
+        },
+        "skipped": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["node", "op", "kind", "reason"],
+                "properties": {
+                    "node": {"type": "string"},
+                    "op": {"type": "string"},
+                    "kind": {"enum": ["unsupported", "unknown-shape", "too-large"]},
+                    "reason": {"type": "string", "minLength": 1},
+                },
+                "additionalProperties": False,
+            },
         },
         "nodes": {
             "type": "array",
@@ -91,6 +122,10 @@ def _save(path: Path, nodes, inputs, inits=()) -> str:
     model.ir_version = 8
     onnx.save(model, path)
     return str(path)
+
+
+def _vi(name: str, shape, elem=F):
+    return helper.make_tensor_value_info(name, elem, shape)
 
 
 def _prelu(path: Path, x_shape, slope) -> str:
@@ -228,6 +263,31 @@ def test_unusable_model_exits_2_with_one_line(tmp_path):
     assert "not an ONNX model" in data["error"]
 
 
+def test_json_of_an_unusable_model_names_its_path(tmp_path):
+    path = tmp_path / "junk.onnx"
+    path.write_bytes(b"junk")
+    data = json.loads(run("verify", "--json", str(path)).stdout)
+    assert data["model"] == str(path)
+
+
+def test_a_cycle_is_reported_with_the_file_path(tmp_path):
+    add = helper.make_node("Add", ["x", "b"], ["a"], name="add")
+    relu = helper.make_node("Relu", ["a"], ["b"], name="relu")
+    graph = helper.make_graph(
+        [add, relu], "g", [helper.make_tensor_value_info("x", F, [2])], [_vi("a", None)]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "cycle.onnx"
+    onnx.save(model, path)
+    result = run("verify", str(path))
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"bcast: {path}: ")
+    assert "cycle" in line
+    assert "<ModelProto>" not in line
+
+
 def test_xml_that_is_not_an_ir_exits_2_with_one_line(tmp_path):
     pytest.importorskip("openvino")
     path = tmp_path / "m.xml"
@@ -277,7 +337,7 @@ def test_ir_pdpd_subtract_whose_axis_the_cpu_plugin_loses(tmp_path):
     # The spec: B [2] covers A's axis 0, so the result is A's shape [2,1].
     assert node["results"]["bcast"]["shape"] == "[2,1]"
     assert node["comparisons"]["openvino"]["agree"] is False
-    assert data["summary"] == {"nodes": 1, "disagreements": 1}
+    assert data["summary"] == {"nodes": 1, "compared": 1, "skipped": 0, "disagreements": 1}
 
 
 def test_ir_bcast_values_are_the_spec_pdpd_subtract(tmp_path):
@@ -373,3 +433,268 @@ def test_ir_broadcast_select_and_integer_nodes_agree(tmp_path):
     assert by_name["int_add"]["results"]["openvino"]["dtype"] == "int32"
     assert by_name["select"]["inputs"][0]["shape"] == "[2,3]"  # the dynamic dim takes 2
     assert any("--dim batch not used" in note for note in out["notes"])
+
+
+# -- nodes too large to run ----------------------------------------------------------------
+
+
+def _add(path: Path, x_shape, y_shape) -> str:
+    add = helper.make_node("Add", ["x", "y"], ["z"], name="wide")
+    return _save(path, [add], [_vi("x", x_shape), _vi("y", y_shape)])
+
+
+def test_a_node_too_large_for_memory_is_skipped_not_run(tmp_path):
+    # [2**40,1] + [1,2]: 8 TiB of float32 output, more than any machine's memory.
+    path = _add(tmp_path / "wide.onnx", [2**40, 1], [1, 2])
+    code, data = verify_json(path)
+    assert code == 1  # a broadcasting node, none verified
+    assert data["nodes"] == []
+    (skipped,) = data["skipped"]
+    assert (skipped["node"], skipped["op"], skipped["kind"]) == ("wide", "Add", "too-large")
+    assert "memory limit" in skipped["reason"]
+    assert any(n.startswith("wide (Add): too large to run") for n in data["notes"])
+    assert data["summary"] == {"nodes": 0, "compared": 0, "skipped": 1, "disagreements": 0}
+    result = run("verify", path)
+    assert result.exit_code == 1
+    assert "nothing verified" in result.stdout
+    assert "every runtime agrees" not in result.stdout
+
+
+def test_the_size_is_checked_before_any_input_is_drawn(tmp_path, monkeypatch):
+    import bcast.onnx.verify as onnx_verify
+
+    drawn = []
+    real = onnx_verify.random_array
+
+    def spy(shape, *args, **kwargs):
+        drawn.append(shape)
+        return real(shape, *args, **kwargs)
+
+    monkeypatch.setattr(onnx_verify, "random_array", spy)
+    # [4096,1] + [1,4096]: a 64 MiB float32 result, over a 1 MiB limit.
+    path = _add(tmp_path / "wide.onnx", [4096, 1], [1, 4096])
+    with memory_limit(2**20):
+        outcome = verify_model(path, runtimes=["onnxruntime"])
+    assert drawn == []
+    assert outcome.nodes == []
+    assert [s.kind.value for s in outcome.skipped] == ["too-large"]
+    # Under the default limit the same node runs and agrees.
+    outcome = verify_model(path, runtimes=["onnxruntime"])
+    assert [s.kind.value for s in outcome.skipped] == []
+    assert outcome.nodes[0].comparisons["onnxruntime"].agree
+
+
+def test_a_huge_expand_that_no_side_can_allocate_is_not_agreement(tmp_path):
+    expand = helper.make_node("Expand", ["x", "shape"], ["y"], name="expand_huge")
+    target = numpy_helper.from_array(np.array([65536, 65536, 64], np.int64), "shape")
+    path = _save(tmp_path / "huge.onnx", [expand], [_vi("x", [1, 64])], [target])
+    code, data = verify_json(path)
+    assert code == 1
+    assert data["nodes"] == []
+    assert [(s["node"], s["kind"]) for s in data["skipped"]] == [("expand_huge", "too-large")]
+    assert "every runtime agrees" not in run("verify", path).stdout
+
+
+def test_a_node_that_runs_out_of_memory_is_skipped_not_compared(tmp_path, monkeypatch):
+    import bcast.onnx.verify as onnx_verify
+
+    # Let the node run despite the estimate: bcast's own guard then refuses its result.
+    monkeypatch.setattr(onnx_verify, "memory_problem", lambda *a, **k: None, raising=False)
+    expand = helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")
+    target = numpy_helper.from_array(np.array([256, 4], np.int64), "shape")
+    path = _save(tmp_path / "e.onnx", [expand], [_vi("x", [1, 4])], [target])
+    with memory_limit(1000):  # the [256,4] float32 result needs 4096 bytes
+        outcome = verify_model(path, runtimes=["onnxruntime"])
+    assert outcome.nodes == []
+    (skipped,) = outcome.skipped
+    assert skipped.kind.value == "too-large"
+    assert "bcast" in skipped.reason
+    assert outcome.nothing_verified
+
+
+def test_ir_node_with_a_huge_dim_is_skipped_not_run(tmp_path):
+    path = _ir(tmp_path / "huge.xml", "Add", [(2**40, 3), (3,)], "numpy")
+    code, data = verify_json(path, "--runtime", "openvino")
+    assert code == 1
+    assert data["nodes"] == []
+    (skipped,) = data["skipped"]
+    assert (skipped["op"], skipped["kind"]) == ("Add", "too-large")
+    assert "memory limit" in skipped["reason"]
+
+
+# -- operators bcast cannot run ------------------------------------------------------------
+
+I32 = TensorProto.INT32
+U32 = TensorProto.UINT32
+
+
+def _unsupported(path: Path, *, with_add: bool = False) -> str:
+    nodes = [
+        helper.make_node("Mod", ["i", "j"], ["mod"], name="mod"),
+        helper.make_node("BitwiseAnd", ["i", "j"], ["band"], name="band"),
+        helper.make_node("GreaterOrEqual", ["i", "j"], ["ge"], name="ge"),
+        helper.make_node("LessOrEqual", ["i", "j"], ["le"], name="le"),
+        helper.make_node("BitShift", ["u", "v"], ["shift"], name="shift", direction="LEFT"),
+    ]
+    if with_add:
+        nodes.append(helper.make_node("Add", ["x", "b"], ["sum"], name="add"))
+    inputs = [
+        _vi("i", [2, 3], I32),
+        _vi("j", [3], I32),
+        _vi("u", [2, 3], U32),
+        _vi("v", [3], U32),
+        _vi("x", [2, 3]),
+        _vi("b", [3]),
+    ]
+    outputs = [_vi(n.output[0], None, TensorProto.UNDEFINED) for n in nodes]
+    graph = helper.make_graph(nodes, "g", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return str(path)
+
+
+def test_every_broadcasting_node_not_run_gets_a_note_and_nothing_verified_exits_1(tmp_path):
+    path = _unsupported(tmp_path / "ops.onnx")
+    code, data = verify_json(path, "--runtime", "onnxruntime")
+    assert code == 1
+    assert data["nodes"] == []
+    assert [(s["node"], s["kind"]) for s in data["skipped"]] == [
+        (name, "unsupported") for name in ("mod", "band", "ge", "le", "shift")
+    ]
+    for name, op in [("mod", "Mod"), ("shift", "BitShift"), ("ge", "GreaterOrEqual")]:
+        assert any(note.startswith(f"{name} ({op}):") for note in data["notes"])
+    result = run("verify", path, "--runtime", "onnxruntime")
+    assert result.exit_code == 1
+    assert "nothing verified" in result.stdout
+    assert "every runtime agrees" not in result.stdout
+
+
+def test_nodes_not_run_are_noted_beside_those_that_agree(tmp_path):
+    path = _unsupported(tmp_path / "ops.onnx", with_add=True)
+    code, data = verify_json(path, "--runtime", "onnxruntime")
+    assert code == 0
+    assert [n["node"] for n in data["nodes"]] == ["add"]
+    assert data["summary"] == {"nodes": 1, "compared": 1, "skipped": 5, "disagreements": 0}
+    result = run("verify", path, "--runtime", "onnxruntime")
+    assert "mod (Mod): bcast.ops has no such operator; skipped" in result.stdout
+    assert "5 skipped" in result.stdout
+
+
+def test_a_model_without_broadcasting_nodes_exits_0_and_says_so(tmp_path):
+    relu = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    path = _save(tmp_path / "relu.onnx", [relu], [_vi("x", [2, 3])])
+    result = run("verify", path, "--runtime", "onnxruntime")
+    assert result.exit_code == 0
+    assert "no broadcasting node to verify" in result.stdout
+
+
+# -- external data -------------------------------------------------------------------------
+
+WEIGHTS = np.array([1.5, -2.0, 3.25], np.float32)
+
+
+def _external_expand(folder: Path) -> Path:
+    """Expand(w, [2,3]) with both initializers in ``weights.bin`` beside the model."""
+    folder.mkdir()
+    expand = helper.make_node("Expand", ["w", "shape"], ["y"], name="expand")
+    inits = [
+        numpy_helper.from_array(WEIGHTS, "w"),
+        numpy_helper.from_array(np.array([2, 3], np.int64), "shape"),
+    ]
+    graph = helper.make_graph([expand], "g", [], [_vi("y", None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = folder / "model.onnx"
+    onnx.save(
+        model,
+        path,
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="weights.bin",
+        size_threshold=0,
+    )
+    stored = onnx.load(path, load_external_data=False)
+    assert all(t.data_location == TensorProto.EXTERNAL for t in stored.graph.initializer)
+    return path
+
+
+def test_external_data_is_read_from_the_model_folder_not_the_cwd(tmp_path, monkeypatch):
+    path = _external_expand(tmp_path / "model")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    outcome = verify_model(str(path), runtimes=["onnxruntime"])
+    (node,) = outcome.nodes
+    np.testing.assert_array_equal(node.results["bcast"].value, np.broadcast_to(WEIGHTS, (2, 3)))
+    np.testing.assert_array_equal(
+        node.results["onnxruntime"].value, np.broadcast_to(WEIGHTS, (2, 3))
+    )
+    assert run("verify", str(path), "--runtime", "onnxruntime").exit_code == 0
+
+
+def _relocate(path: Path, location: str) -> None:
+    model = onnx.load(path, load_external_data=False)
+    for tensor in model.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                entry.value = location
+    onnx.save(model, path)
+
+
+@pytest.mark.parametrize("where", ["parent", "absolute", "symlink"])
+def test_external_data_outside_the_model_folder_is_refused(tmp_path, where):
+    path = _external_expand(tmp_path / "model")
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes((path.parent / "weights.bin").read_bytes())
+    if where == "parent":
+        _relocate(path, "../outside.bin")
+    elif where == "absolute":
+        _relocate(path, str(outside))
+    else:
+        link = path.parent / "link.bin"
+        try:
+            link.symlink_to(outside)
+        except OSError:
+            pytest.skip("no symlinks here")
+        _relocate(path, "link.bin")
+    result = run("verify", str(path), "--runtime", "onnxruntime")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"bcast: {path}: tensor ")
+    assert "model's folder" in line
+    data = json.loads(run("verify", "--json", str(path), "--runtime", "onnxruntime").stdout)
+    assert data["model"] == str(path)
+    assert "model's folder" in data["error"]
+
+
+def test_external_data_in_a_model_proto_without_a_folder_is_refused(tmp_path):
+    path = _external_expand(tmp_path / "model")
+    model = onnx.load(path, load_external_data=False)
+    with pytest.raises(ModelError, match="ModelProto has no folder"):
+        verify_model(model, runtimes=["onnxruntime"])
+
+
+def test_a_model_proto_with_embedded_data_verifies(tmp_path):
+    path = _add(tmp_path / "add.onnx", [2, 3], [3])
+    outcome = verify_model(onnx.load(path), runtimes=["onnxruntime"])
+    assert outcome.path == "<ModelProto>"
+    assert outcome.nodes[0].comparisons["onnxruntime"].agree
+
+
+# -- --dim that no input uses --------------------------------------------------------------
+
+
+def test_a_dim_that_no_input_has_is_warned_about(tmp_path):
+    add = helper.make_node("Add", ["x", "b"], ["y"], name="add")
+    path = _save(tmp_path / "add.onnx", [add], [_vi("x", ["batch", 3]), _vi("b", [3])])
+    args = ["--runtime", "onnxruntime", "--dim", "nosuch=3", "--dim", "batch=4"]
+    code, data = verify_json(path, *args)
+    assert code == 0
+    assert data["unused_dims"] == ["nosuch"]
+    assert data["nodes"][0]["inputs"][0]["shape"] == "[4,3]"
+    result = run("verify", path, *args)
+    (line,) = result.stderr.strip().splitlines()
+    assert "warning" in line
+    assert "nosuch=3" in line
+    assert "batch" not in line

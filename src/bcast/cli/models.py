@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
@@ -120,6 +120,16 @@ def _dims(bindings: Sequence[tuple[str, int]]) -> dict[str, int]:
     return dict(bindings)
 
 
+def _warn_unused(unused: Sequence[str], dims: dict[str, int]) -> None:
+    """Warn on stderr about ``--dim`` bindings whose name no dim of the model has."""
+    for name in unused:
+        click.echo(
+            f"bcast: warning: --dim {name}={dims[name]}: no input of the model has a dim "
+            f"named {name!r}; ignored",
+            err=True,
+        )
+
+
 def _ticks(progress: Progress, task: Any) -> Iterator[None]:
     while True:
         progress.advance(task)
@@ -178,18 +188,25 @@ def check(
     that ONNX shape inference does not check (PRelu slope, Gemm C), oversized Expand and
     Broadcast outputs, and OpenVINO attribute pitfalls (a pdpd node without an axis).
 
+    A --dim whose name no dim of any model has is reported with a warning (and under
+    "unused_dims" in the JSON).
+
     Exit status: 0 clean (info notes only), 1 findings, 2 unreadable input.
     """
+    from bcast._verify_common import unused_dims
+
     dims = _dims(bindings)
     console = stdout_console()
     show_progress = not as_json and sys.stderr.isatty()
     results: list[tuple[str, Report | str]] = []
+    graphs: list[Graph] = []
     for path in _without_weights(models):
         loaded = _safe_load(path)
         if isinstance(loaded, str):
             results.append((path, loaded))
             click.echo(f"bcast: {loaded}", err=True)
             continue
+        graphs.append(loaded)
         try:
             report = _run_check(loaded, dims, max_elements, show_progress)
         except ModelError as err:
@@ -199,9 +216,17 @@ def check(
         results.append((path, report))
         if not as_json:
             _render_report(console, loaded, report)
+    unused = unused_dims(graphs, dims) if graphs else []
+    _warn_unused(unused, dims)
     summary = _summary(results)
     if as_json:
-        emit_json({"models": [_model_json(p, r) for p, r in results], "summary": summary})
+        emit_json(
+            {
+                "models": [_model_json(p, r) for p, r in results],
+                "unused_dims": unused,
+                "summary": summary,
+            }
+        )
     elif len(results) > 1 or any(isinstance(r, Report) for _, r in results):
         _render_summary(console, summary)
     if summary["unreadable"]:
@@ -369,7 +394,16 @@ def verify(
     difference, or which side raised an error. An IR runs in openvino only, with its
     attributes as written (a pdpd node without an axis: OpenVINO reads 0, bcast -1).
 
-    Exit status: 0 every runtime agrees with bcast, 1 disagreements, 2 unusable input.
+    A broadcasting node that cannot be run is skipped with a note: an operator bcast does
+    not implement (ONNX Mod, BitShift, the Bitwise ops, GreaterOrEqual, LessOrEqual), no
+    concrete shapes, or inputs and outputs larger than the memory limit (the available
+    memory; checked before any input is drawn). ONNX external data is read only from
+    files inside the model's folder. A --dim whose name no dim of the model has is
+    reported with a warning.
+
+    Exit status: 0 every runtime agrees with bcast on the nodes run (or the model has no
+    broadcasting node), 1 disagreements, or broadcasting nodes of which none could be
+    run and compared (nothing verified), 2 unusable input.
     """
     wanted = [r.strip() for r in runtimes.split(",") if r.strip()]
     unknown = [r for r in wanted if r not in RUNTIMES]
@@ -379,32 +413,38 @@ def verify(
             command_path="bcast verify",
             as_json=as_json,
         )
+    verifier: Callable[..., Verification]
     if model.lower().endswith(".xml"):
-        from bcast.openvino.verify import verify_ir as verify_model
+        from bcast.openvino.verify import verify_ir
+
+        verifier = verify_ir
     else:
         try:
             from bcast.onnx.verify import verify_model
         except ImportError as err:
-            _unusable(f"verify needs onnx ({err})", as_json)
+            _unusable(model, f"verify needs onnx ({err})", as_json)
+        verifier = verify_model
+    dims = _dims(bindings)
     try:
-        outcome = verify_model(model, runtimes=wanted, dims=_dims(bindings), seed=seed)
+        outcome = verifier(model, runtimes=wanted, dims=dims, seed=seed)
     except ModelError as err:
-        _unusable(_one_line(str(err)), as_json)
+        _unusable(model, _one_line(str(err)), as_json)
     except Exception as err:  # a peer library failing on hostile input: still one line
-        _unusable(
-            _one_line(f"{model}: cannot use the model ({type(err).__name__}: {err})"), as_json
-        )
+        message = f"{model}: cannot use the model ({type(err).__name__}: {err})"
+        _unusable(model, _one_line(message), as_json)
+    _warn_unused(outcome.unused_dims, dims)
     if as_json:
         emit_json(outcome.to_json())
     else:
         _render_verify(stdout_console(), outcome)
-    exit_with(ExitCode.FINDINGS if outcome.disagreements else ExitCode.OK)
+    failed = outcome.disagreements or outcome.nothing_verified
+    exit_with(ExitCode.FINDINGS if failed else ExitCode.OK)
 
 
-def _unusable(message: str, as_json: bool) -> NoReturn:
+def _unusable(model: str, message: str, as_json: bool) -> NoReturn:
     click.echo(f"bcast: {message}", err=True)
     if as_json:
-        emit_json({"model": None, "error": message})
+        emit_json({"model": model, "error": message})
     exit_with(ExitCode.USAGE)
 
 
@@ -437,10 +477,19 @@ def _render_verify(console: Console, outcome: Verification) -> None:
                 text = Text(f"{text.plain}\n≠ {comparison.detail}", style="bold red")
             cells.append(text)
         table.add_row(*cells)
-    console.print(table)
+    if outcome.nodes:
+        console.print(table)
+    skipped = f"; {len(outcome.skipped)} skipped (see the notes)" if outcome.skipped else ""
     if outcome.disagreements:
-        console.print(
-            Text(_plural(outcome.disagreements, "disagreement") + " found", style="bold red")
+        line = _plural(outcome.disagreements, "disagreement") + " found" + skipped
+        console.print(Text(line, style="bold red"))
+    elif outcome.nothing_verified:
+        line = (
+            "nothing verified: no broadcasting node could be run and compared with a runtime"
+            + skipped
         )
+        console.print(Text(line, style="bold yellow"))
+    elif not outcome.nodes:
+        console.print(Text("no broadcasting node to verify", style="green"))
     else:
-        console.print(Text("every runtime agrees with bcast", style="green"))
+        console.print(Text("every runtime agrees with bcast" + skipped, style="green"))

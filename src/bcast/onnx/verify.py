@@ -8,10 +8,20 @@ on their axis), else 2. The node then runs on the same random inputs in bcast
 (`bcast.onnx.backend.run_node`, which calls `bcast.ops`), in onnxruntime and in OpenVINO
 (through its ONNX frontend, `bcast.openvino.runtime`). Results are compared by shape and
 value; an error on one side only is a disagreement too.
+
+A broadcasting node that cannot be run is skipped with a note (`Verification.skip`): an
+operator bcast does not implement (Mod, the Bitwise ops, GreaterOrEqual, LessOrEqual,
+BitShift), an input of unknown rank or a non-constant Expand target, or a node whose inputs
+and outputs would exceed bcast's memory limit (checked before any input is drawn).
+Initializers stored as external data are read from the model file's folder only: a location
+that is absolute, climbs out with ``..`` or resolves (through links) outside that folder is
+refused, and so is external data in a ``ModelProto`` given without a file.
 """
 
 from __future__ import annotations
 
+import math
+import ntpath
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -23,15 +33,21 @@ import onnx
 from onnx import helper, numpy_helper
 
 from bcast._verify_common import (
+    NO_OPERATOR,
     Comparison,
     NodeRun,
     Result,
+    Skip,
     Verification,
     attempt,
     compare,
+    memory_problem,
+    out_of_memory,
+    output_elements,
     pick,
     random_array,
     right_aligned,
+    unused_dims,
 )
 from bcast.check import ModelError, Node, Rule, propagate_shapes
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
@@ -42,10 +58,14 @@ __all__ = ["Comparison", "NodeRun", "Result", "Verification", "verify_model"]
 
 _RULES: Final = frozenset({Rule.MULTIDIRECTIONAL, Rule.GEMM, Rule.PRELU, Rule.EXPAND})
 _POSITIVE_SECOND: Final = frozenset({"Div", "Pow", "Mod"})
+_UNCLASSIFIED: Final = frozenset({"BitShift", "StringConcat"})
+"""Operators with multidirectional broadcasting (ONNX spec) that bcast neither checks nor runs."""
+_MAX_TARGET: Final = 4096
+"""An Expand target with more values (an output of that rank) is not read."""
 
 
 def verify_model(
-    path: str,
+    source: str | os.PathLike[str] | onnx.ModelProto,
     *,
     runtimes: Sequence[str] = ("onnxruntime", "openvino"),
     dims: Mapping[str, int] | None = None,
@@ -55,8 +75,9 @@ def verify_model(
 
     Parameters
     ----------
-    path : str
-        An ONNX model file.
+    source : str, path or onnx.ModelProto
+        An ONNX model file; its external data is read from the file's folder. A
+        ``ModelProto`` has no folder: external data in it is refused.
     runtimes : sequence of str
         ``"onnxruntime"`` and/or ``"openvino"``; those not installed are noted and skipped.
     dims : mapping of str to int, optional
@@ -71,45 +92,75 @@ def verify_model(
     Raises
     ------
     ModelError
-        If the file is not a readable ONNX model.
+        If the file is not a readable ONNX model, has a cycle, or keeps the data of a
+        tensor it needs outside its folder (or in a ``ModelProto`` given without a file).
     """
-    if path.lower().endswith(".xml"):
-        raise ModelError(
-            f"{path}: verify_model runs ONNX models; OpenVINO IR goes to "
-            "bcast.openvino.verify.verify_ir"
-        )
-    model = load_model(path)
+    if isinstance(source, onnx.ModelProto):
+        path, folder, model = "<ModelProto>", None, source
+    else:
+        path = os.fspath(source)
+        if path.lower().endswith(".xml"):
+            raise ModelError(
+                f"{path}: verify_model runs ONNX models; OpenVINO IR goes to "
+                "bcast.openvino.verify.verify_ir"
+            )
+        folder = os.path.dirname(os.path.abspath(path))
+        model = load_model(path)
     graph = read_onnx(model)
+    graph.path = path  # read from the proto: messages (a cycle) name the file
     shapes = propagate_shapes(graph, dims=dims)
     usable, notes = _runners(runtimes)
     outcome = Verification(path, list(usable), seed, notes=notes)
+    outcome.unused_dims = unused_dims([graph], dims or {})
     protos = list(model.graph.node)
     types = _elem_types(model)
-    constants = _constant_tensors(model)
+    tensors = _Tensors(_constant_tensors(model), folder, path)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     for index, node in enumerate(graph.nodes):
-        if node.rule not in _RULES or node.op not in SUPPORTED_OPS:
+        if (
+            node.rule is None
+            and node.op in _UNCLASSIFIED
+            and protos[index].domain in ("", "ai.onnx")
+        ):
+            outcome.skip(node.name, node.op, Skip.UNSUPPORTED, NO_OPERATOR)
+            continue
+        if node.rule not in _RULES:
+            continue
+        if node.op not in SUPPORTED_OPS:
+            outcome.skip(node.name, node.op, Skip.UNSUPPORTED, NO_OPERATOR)
             continue
         operands = [shapes.get(name, Shape.dynamic()) if name else None for name in node.inputs]
-        concrete = _concrete(node, operands, constants)
-        if concrete is None:
-            outcome.notes.append(
-                f"{node.name} ({node.op}): an input of unknown rank or a non-constant "
-                "target shape; skipped"
-            )
+        planned = _concrete(node, operands, tensors)
+        if isinstance(planned, str):
+            outcome.skip(node.name, node.op, Skip.UNKNOWN_SHAPE, planned)
+            continue
+        concrete, outputs = planned
+        itemsizes = [_itemsize(node, i, tensors, types) for i in range(len(node.inputs))]
+        problem = memory_problem(
+            zip(concrete, itemsizes, strict=True),
+            outputs,
+            max(itemsizes, default=1),
+            runtimes=len(usable),
+        )
+        if problem is not None:
+            outcome.skip(node.name, node.op, Skip.TOO_LARGE, problem)
             continue
         rng = np.random.default_rng([seed, index])
-        feeds = _inputs(node, concrete, constants, types, rng)
+        feeds = _inputs(node, concrete, tensors, types, rng)
         shown = tuple((name, Shape(concrete[i])) for i, name in enumerate(node.inputs) if name)
         run = NodeRun(node.name, node.op, shown)
         args = [feeds[name] for name in node.inputs if name]
         run.results["bcast"] = attempt(run_node, protos[index], args, opset_version=opset)
-        one = _one_node_model(model, protos[index], feeds, constants, types, opset)
-        runtime_feeds = {k: v for k, v in feeds.items() if k not in constants}
+        one = _one_node_model(model, protos[index], feeds, tensors.protos, types, opset)
+        runtime_feeds = {k: v for k, v in feeds.items() if k not in tensors.protos}
         for name, runner in usable.items():
             result = attempt(runner, one, runtime_feeds)
             run.results[name] = result
             run.comparisons[name] = compare(run.results["bcast"], result, name)
+        exhausted = out_of_memory(run)
+        if exhausted is not None:
+            outcome.skip(node.name, node.op, Skip.TOO_LARGE, exhausted)
+            continue
         outcome.nodes.append(run)
     return outcome
 
@@ -165,33 +216,104 @@ def _openvino_runner(run_onnx_file: Any) -> _Runner:
 # -- concrete shapes and inputs ------------------------------------------------------------
 
 
+class _Tensors:
+    """The model's constants (initializers, ``Constant`` nodes), read as arrays on demand.
+
+    External data is read from ``folder`` (the model file's) and nowhere else; ``folder``
+    None (a ``ModelProto`` without a file) refuses it.
+    """
+
+    def __init__(
+        self, protos: Mapping[str, onnx.TensorProto], folder: str | None, path: str
+    ) -> None:
+        self.protos = protos
+        self.folder = folder
+        self.path = path
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.protos
+
+    def elements(self, name: str) -> int:
+        """Return the element count its dims declare (nothing is read)."""
+        return math.prod(max(int(d), 0) for d in self.protos[name].dims)
+
+    def array(self, name: str) -> npt.NDArray[Any]:
+        """Read the tensor ``name``; `ModelError` for external data bcast must not read."""
+        tensor = self.protos[name]
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            return numpy_helper.to_array(tensor)
+        return numpy_helper.to_array(tensor, base_dir=self._external_folder(tensor))
+
+    def _external_folder(self, tensor: onnx.TensorProto) -> str:
+        where = f"{self.path}: tensor {tensor.name!r} keeps its data in an external file"
+        if self.folder is None:
+            raise ModelError(
+                f"{where}, and a ModelProto has no folder to read it from; "
+                "verify the model's file instead"
+            )
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        parts = location.replace("\\", "/").split("/")
+        drive = ntpath.splitdrive(location)[0]
+        if (
+            not location
+            or os.path.isabs(location)
+            or ntpath.isabs(location)
+            or drive
+            or ".." in parts
+        ):
+            raise ModelError(
+                f"{where} at {location!r}; bcast reads external data only from files inside "
+                "the model's folder, named by a relative path without '..'"
+            )
+        root = os.path.realpath(self.folder)
+        target = os.path.realpath(os.path.join(root, location))
+        if os.path.commonpath([root, target]) != root:
+            raise ModelError(
+                f"{where} at {location!r}, which resolves outside the model's folder; refused"
+            )
+        if not os.path.isfile(target):
+            raise ModelError(f"{where} at {location!r}, which is not a file in the model's folder")
+        return root
+
+
 def _concrete(
-    node: Node, operands: Sequence[Shape | None], constants: Mapping[str, onnx.TensorProto]
-) -> list[tuple[int, ...]] | None:
-    """Choose a concrete shape per input: symbols and unknowns take a value that fits."""
+    node: Node, operands: Sequence[Shape | None], tensors: _Tensors
+) -> tuple[list[tuple[int, ...]], int] | str:
+    """Choose a concrete shape per input (unknown dims take a value that fits).
+
+    Returns the shapes and a bound of the output's elements (`output_elements`), or why
+    there are none.
+    """
     shapes: list[Shape] = []
     for name, shape in zip(node.inputs, operands, strict=True):
-        if name in constants:
-            shapes.append(Shape(int(d) for d in constants[name].dims))
+        if name in tensors:
+            shapes.append(Shape(max(int(d), 0) for d in tensors.protos[name].dims))
         elif shape is None:
             shapes.append(Shape(()))
         elif shape.rank is None:
-            return None
+            return "an input of unknown rank"
         else:
             shapes.append(shape)
     if node.rule is Rule.GEMM:
-        return _concrete_gemm(node, shapes)
+        gemm = _concrete_gemm(node, shapes)
+        if gemm is None:
+            return "an input of Gemm is not of rank 2"
+        return gemm
     if node.rule is Rule.EXPAND:
         # The second input is the target's values, not an operand: align data with them.
         target = node.inputs[1] if len(node.inputs) > 1 else ""
-        if target not in constants:
-            return None
-        values = Shape(max(int(v), 0) for v in numpy_helper.to_array(constants[target]))
-        return [right_aligned([shapes[0], values], {})[0], shapes[1].to_tuple()]
-    return right_aligned(shapes, {})
+        if target not in tensors:
+            return "a non-constant target shape"
+        if tensors.elements(target) > _MAX_TARGET:
+            return f"a target shape of {tensors.elements(target)} values"
+        values = Shape(max(int(v), 0) for v in tensors.array(target).reshape(-1))
+        data = right_aligned([shapes[0], values], {})[0]
+        return [data, shapes[1].to_tuple()], output_elements([data, values.to_tuple()])
+    concrete = right_aligned(shapes, {})
+    return concrete, output_elements(concrete)
 
 
-def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> list[tuple[int, ...]] | None:
+def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> tuple[list[tuple[int, ...]], int] | None:
     a, b = shapes[0], shapes[1]
     if a.rank != 2 or b.rank != 2:
         return None
@@ -211,7 +333,8 @@ def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> list[tuple[int, ...]]
     if len(shapes) > 2:
         c = right_aligned([Shape((m, n)), shapes[2]], chosen)[1]
         result.append(c)
-    return result
+        return result, output_elements([(m, n), c])
+    return result, m * n
 
 
 def _elem_types(model: onnx.ModelProto) -> dict[str, int]:
@@ -239,10 +362,27 @@ def _constant_tensors(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
     return found
 
 
+def _elem_type(node: Node, index: int, types: Mapping[str, int]) -> int:
+    """Return the input's ONNX element type: the model's, else bool (Where's condition), float."""
+    default = onnx.TensorProto.BOOL if node.op == "Where" and index == 0 else 1
+    return types.get(node.inputs[index], default)
+
+
+def _itemsize(node: Node, index: int, tensors: _Tensors, types: Mapping[str, int]) -> int:
+    name = node.inputs[index]
+    if not name:
+        return 0
+    elem = tensors.protos[name].data_type if name in tensors else _elem_type(node, index, types)
+    try:
+        return int(helper.tensor_dtype_to_np_dtype(elem).itemsize)
+    except (KeyError, ValueError, TypeError):  # an unknown type code: count 8 bytes
+        return 8
+
+
 def _inputs(
     node: Node,
     concrete: Sequence[tuple[int, ...]],
-    constants: Mapping[str, onnx.TensorProto],
+    tensors: _Tensors,
     types: Mapping[str, int],
     rng: np.random.Generator,
 ) -> dict[str, npt.NDArray[Any]]:
@@ -250,13 +390,11 @@ def _inputs(
     for index, name in enumerate(node.inputs):
         if not name or name in feeds:
             continue
-        if name in constants:
-            feeds[name] = numpy_helper.to_array(constants[name])
+        if name in tensors:
+            feeds[name] = tensors.array(name)
             continue
-        default = onnx.TensorProto.BOOL if node.op == "Where" and index == 0 else 1
-        elem = types.get(name, default)
         positive = (node.op in _POSITIVE_SECOND and index == 1) or (node.op == "Pow" and index == 0)
-        dtype = helper.tensor_dtype_to_np_dtype(elem)
+        dtype = helper.tensor_dtype_to_np_dtype(_elem_type(node, index, types))
         feeds[name] = random_array(concrete[index], dtype, rng, positive=positive)
     return feeds
 

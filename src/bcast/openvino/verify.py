@@ -9,10 +9,14 @@ reads 0), on concrete input shapes chosen as `bcast.onnx.verify` does. The node 
 random inputs in OpenVINO's CPU plugin and through `bcast.ops`, which reads an absent axis
 as the specification's -1. Every input but a Broadcast's target and ``axes_mapping`` is a
 parameter of the one-node model (an IR constant is replaced by random values of its shape).
+Nodes that cannot be run are skipped with a note, as in `bcast.onnx.verify`: an operator
+bcast lacks, no concrete shapes, or inputs and outputs over bcast's memory limit (checked
+before any input is drawn).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -21,13 +25,19 @@ import numpy.typing as npt
 
 from bcast import ops
 from bcast._verify_common import (
+    NO_OPERATOR,
     NodeRun,
+    Skip,
     Verification,
     aligned,
     attempt,
     compare,
+    memory_problem,
+    out_of_memory,
+    output_elements,
     pick,
     random_array,
+    unused_dims,
 )
 from bcast.arrays import broadcast_arrays, broadcast_to
 from bcast.check import Graph, ModelError, Node, Rule, propagate_shapes
@@ -101,6 +111,7 @@ def verify_ir(
     layers, precisions = layer_details(path)
     shapes = propagate_shapes(graph, dims=dims)
     outcome = Verification(path, [RUNTIME], seed)
+    outcome.unused_dims = unused_dims([graph], dims or {})
     if "onnxruntime" in runtimes:
         outcome.notes.append("onnxruntime cannot run OpenVINO IR; compared with openvino only")
     if dims:
@@ -110,14 +121,25 @@ def verify_ir(
             continue
         label = f"{node.name} ({node.op})"
         if node.op not in _SUPPORTED:
-            outcome.notes.append(f"{label}: bcast.ops has no such operator; skipped")
+            outcome.skip(node.name, node.op, Skip.UNSUPPORTED, NO_OPERATOR)
             continue
         operands = [shapes.get(name, Shape.dynamic()) for name in node.inputs]
         concrete = _concrete(node, operands, graph)
         if concrete is None:
-            outcome.notes.append(
-                f"{label}: an input of unknown rank or a non-constant target; skipped"
-            )
+            reason = "an input of unknown rank or a non-constant target"
+            outcome.skip(node.name, node.op, Skip.UNKNOWN_SHAPE, reason)
+            continue
+        itemsizes = [np.dtype(_dtype(node, i, precisions)).itemsize for i in range(len(concrete))]
+        if node.rule is Rule.BROADCAST:
+            itemsizes[1:] = [8] * (len(concrete) - 1)  # target and axes_mapping: int64
+        problem = memory_problem(
+            zip(concrete, itemsizes, strict=True),
+            _output_elements(node, concrete, graph),
+            itemsizes[0] if node.rule is Rule.BROADCAST else max(itemsizes),
+            runtimes=1,
+        )
+        if problem is not None:
+            outcome.skip(node.name, node.op, Skip.TOO_LARGE, problem)
             continue
         if node.mode is Mode.PDPD and not node.axis_written:
             key = _AXIS_KEY.get((node.op, version), _ELEMENTWISE_AXIS_KEY)
@@ -136,6 +158,10 @@ def verify_ir(
         result = attempt(run_node, node.op, version, data, arrays, constant)
         run.results[RUNTIME] = result
         run.comparisons[RUNTIME] = compare(run.results["bcast"], result, RUNTIME)
+        exhausted = out_of_memory(run)
+        if exhausted is not None:
+            outcome.skip(node.name, node.op, Skip.TOO_LARGE, exhausted)
+            continue
         outcome.nodes.append(run)
     return outcome
 
@@ -180,18 +206,30 @@ def _concrete(node: Node, operands: Sequence[Shape], graph: Graph) -> list[tuple
         return _concrete_broadcast(node, operands, graph)
     if any(shape.rank is None for shape in operands):
         return None
+    return aligned(operands, _offsets(node, [len(s.dims) for s in operands]), {})
+
+
+def _offsets(node: Node, ranks: Sequence[int]) -> list[int]:
+    """Return the output axis of each operand's first dim, as bcast aligns the node."""
     if node.mode is not Mode.PDPD:
-        rank = max(len(s.dims) for s in operands)
-        return aligned(operands, [rank - len(s.dims) for s in operands], {})
+        rank = max(ranks)
+        return [rank - r for r in ranks]
     # PDPD: B (Select: 'else', and 'cond') placed in A from the axis (bcast's reading).
     main = 1 if node.rule is Rule.SELECT else 0
     axis = _spec_axis(node)["axis"]
-    rank = len(operands[main].dims)
-    offsets = [
-        0 if i == main else (axis if axis >= 0 else rank - len(s.dims))
-        for i, s in enumerate(operands)
+    return [
+        0 if i == main else (axis if axis >= 0 else ranks[main] - r) for i, r in enumerate(ranks)
     ]
-    return aligned(operands, offsets, {})
+
+
+def _output_elements(node: Node, concrete: Sequence[tuple[int, ...]], graph: Graph) -> int:
+    """Bound the output's elements: the target's (bidirectional: with data), else aligned."""
+    if node.rule is not Rule.BROADCAST:
+        return output_elements(concrete, _offsets(node, [len(s) for s in concrete]))
+    target = graph.constants[node.inputs[1]]
+    if node.mode is Mode.BIDIRECTIONAL:
+        return output_elements([concrete[0], target])
+    return math.prod(max(int(v), 0) for v in target)
 
 
 def _concrete_broadcast(
