@@ -447,7 +447,7 @@ def test_a_node_too_large_for_memory_is_skipped_not_run(tmp_path):
     # [2**40,1] + [1,2]: 8 TiB of float32 output, more than any machine's memory.
     path = _add(tmp_path / "wide.onnx", [2**40, 1], [1, 2])
     code, data = verify_json(path)
-    assert code == 1  # a broadcasting node, none verified
+    assert code == 2  # a broadcasting node, none verified: unusable for verify
     assert data["nodes"] == []
     (skipped,) = data["skipped"]
     assert (skipped["node"], skipped["op"], skipped["kind"]) == ("wide", "Add", "too-large")
@@ -455,8 +455,9 @@ def test_a_node_too_large_for_memory_is_skipped_not_run(tmp_path):
     assert any(n.startswith("wide (Add): too large to run") for n in data["notes"])
     assert data["summary"] == {"nodes": 0, "compared": 0, "skipped": 1, "disagreements": 0}
     result = run("verify", path)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "nothing verified" in result.stdout
+    assert result.stderr.count("\n") == 1 and "nothing verified" in result.stderr
     assert "every runtime agrees" not in result.stdout
 
 
@@ -489,7 +490,7 @@ def test_a_huge_expand_that_no_side_can_allocate_is_not_agreement(tmp_path):
     target = numpy_helper.from_array(np.array([65536, 65536, 64], np.int64), "shape")
     path = _save(tmp_path / "huge.onnx", [expand], [_vi("x", [1, 64])], [target])
     code, data = verify_json(path)
-    assert code == 1
+    assert code == 2  # nothing verified
     assert data["nodes"] == []
     assert [(s["node"], s["kind"]) for s in data["skipped"]] == [("expand_huge", "too-large")]
     assert "every runtime agrees" not in run("verify", path).stdout
@@ -515,7 +516,7 @@ def test_a_node_that_runs_out_of_memory_is_skipped_not_compared(tmp_path, monkey
 def test_ir_node_with_a_huge_dim_is_skipped_not_run(tmp_path):
     path = _ir(tmp_path / "huge.xml", "Add", [(2**40, 3), (3,)], "numpy")
     code, data = verify_json(path, "--runtime", "openvino")
-    assert code == 1
+    assert code == 2  # nothing verified
     assert data["nodes"] == []
     (skipped,) = data["skipped"]
     assert (skipped["op"], skipped["kind"]) == ("Add", "too-large")
@@ -554,10 +555,10 @@ def _unsupported(path: Path, *, with_add: bool = False) -> str:
     return str(path)
 
 
-def test_every_broadcasting_node_not_run_gets_a_note_and_nothing_verified_exits_1(tmp_path):
+def test_every_broadcasting_node_not_run_gets_a_note_and_nothing_verified_exits_2(tmp_path):
     path = _unsupported(tmp_path / "ops.onnx")
     code, data = verify_json(path, "--runtime", "onnxruntime")
-    assert code == 1
+    assert code == 2
     assert data["nodes"] == []
     assert [(s["node"], s["kind"]) for s in data["skipped"]] == [
         (name, "unsupported") for name in ("mod", "band", "ge", "le", "shift")
@@ -565,7 +566,7 @@ def test_every_broadcasting_node_not_run_gets_a_note_and_nothing_verified_exits_
     for name, op in [("mod", "Mod"), ("shift", "BitShift"), ("ge", "GreaterOrEqual")]:
         assert any(note.startswith(f"{name} ({op}):") for note in data["notes"])
     result = run("verify", path, "--runtime", "onnxruntime")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "nothing verified" in result.stdout
     assert "every runtime agrees" not in result.stdout
 

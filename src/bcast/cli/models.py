@@ -402,8 +402,9 @@ def verify(
     reported with a warning.
 
     Exit status: 0 every runtime agrees with bcast on the nodes run (or the model has no
-    broadcasting node), 1 disagreements, or broadcasting nodes of which none could be
-    run and compared (nothing verified), 2 unusable input.
+    broadcasting node), 1 disagreements found, 2 unusable input: unreadable, or
+    broadcasting nodes of which none could be run and compared (nothing verified; the
+    report still says why for each node).
     """
     wanted = [r.strip() for r in runtimes.split(",") if r.strip()]
     unknown = [r for r in wanted if r not in RUNTIMES]
@@ -437,8 +438,13 @@ def verify(
         emit_json(outcome.to_json())
     else:
         _render_verify(stdout_console(), outcome)
-    failed = outcome.disagreements or outcome.nothing_verified
-    exit_with(ExitCode.FINDINGS if failed else ExitCode.OK)
+    if outcome.disagreements:
+        exit_with(ExitCode.FINDINGS)
+    if outcome.nothing_verified:
+        reason = "no broadcasting node could be run and compared with a runtime"
+        click.echo(f"bcast: {model}: nothing verified: {reason}", err=True)
+        exit_with(ExitCode.USAGE)
+    exit_with(ExitCode.OK)
 
 
 def _unusable(model: str, message: str, as_json: bool) -> NoReturn:
