@@ -9,7 +9,7 @@ oversized outputs and OpenVINO attribute pitfalls.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -29,6 +29,7 @@ class _Context:
     graph: Graph
     values: dict[str, Shape]
     max_elements: int
+    targets: Mapping[str, Shape]
     findings: list[Finding] = field(default_factory=list)
 
     def shape(self, index: int) -> Shape:
@@ -72,13 +73,21 @@ _ONE_WAY_TARGET: dict[Mode, int] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.E
 
 
 def check_node(
-    node: Node, graph: Graph, values: dict[str, Shape], max_elements: int
+    node: Node,
+    graph: Graph,
+    values: dict[str, Shape],
+    max_elements: int,
+    *,
+    targets: Mapping[str, Shape] | None = None,
 ) -> tuple[Shape | None, list[Finding]]:
     """Check one broadcasting node; return its output shape (None: not decided) and findings.
 
     ``values`` holds the shapes propagated so far; the node's inputs are read from it.
+    ``targets`` holds the values of shape tensors computed in the graph (symbols bound),
+    for Expand targets that are not constants; it defaults to ``graph.shape_values``.
     """
-    ctx = _Context(node, graph, values, max_elements)
+    shape_values = graph.shape_values if targets is None else targets
+    ctx = _Context(node, graph, values, max_elements, shape_values)
     return _dispatch(ctx), ctx.findings
 
 
@@ -86,8 +95,9 @@ def _dispatch(ctx: _Context) -> Shape | None:
     node = ctx.node
     rule = node.rule
     if rule is Rule.MULTIDIRECTIONAL:
+        # mode none: Max/Min/Sum/Mean before opset 8 and SwiGLU need identical shapes.
         operands = [ctx.operand(i) for i, name in enumerate(node.inputs) if name]
-        out = _apply(ctx, operands, Mode.NUMPY)
+        out = _apply(ctx, operands, node.mode or Mode.NUMPY)
         _size_note(ctx, out, operands, materializing=False)
         return out
     if rule is Rule.ELEMENTWISE:
@@ -98,6 +108,8 @@ def _dispatch(ctx: _Context) -> Shape | None:
         return _check_gemm(ctx)
     if rule is Rule.PRELU:
         return _check_prelu(ctx)
+    if rule is Rule.NORMALIZATION:
+        return _check_normalization(ctx)
     if rule is Rule.EXPAND:
         return _check_expand(ctx)
     if rule is Rule.BROADCAST:
@@ -305,9 +317,17 @@ def _check_elementwise(ctx: _Context) -> Shape | None:
     node = ctx.node
     mode = node.mode or Mode.NUMPY
     operands = [ctx.operand(0), ctx.operand(1)]
+    context = ""
+    if ctx.graph.format == "onnx":  # an ONNX operator of opset 1 or 6 (the `broadcast` attribute)
+        where = f"from axis {node.axis}" if node.axis >= 0 else "at its end (suffix matching)"
+        context = (
+            f"ONNX {node.op} before opset 7 with broadcast=1 places B in A {where}: "
+            if mode is Mode.PDPD
+            else f"ONNX {node.op} before opset 7 without broadcast=1 needs identical shapes: "
+        )
     if mode is Mode.PDPD:
         _pdpd_axis_note(ctx, operands)
-    out = _apply(ctx, operands, mode, axis=node.axis)
+    out = _apply(ctx, operands, mode, axis=node.axis, context=context)
     if out is not None and mode is Mode.PDPD:
         _trailing_ones_note(ctx, operands, node.axis)
         _one_against_zero_note(ctx, operands, node.axis)
@@ -342,19 +362,17 @@ def _check_gemm(ctx: _Context) -> Shape | None:
     y = Shape((m, n))
     if len(node.inputs) > 2 and node.inputs[2]:
         c = ctx.operand(2)
-        out = _apply(
-            ctx,
-            [("(M,N)", y), c],
-            Mode.UNIDIRECTIONAL,
-            kind="unidirectional",
-            context=(
+        if node.mode is Mode.NONE:  # Gemm-1/-6 with broadcast=0: C is exactly (M, N)
+            kind, mode = "incompatible", Mode.NONE
+            context = f"Gemm C {c[1]} must have the shape (M, N) = {y} (Gemm-1/-6 without "
+            context += "broadcast=1): "
+        else:
+            kind, mode = "unidirectional", Mode.UNIDIRECTIONAL
+            context = (
                 f"Gemm C {c[1]} must broadcast unidirectionally to (M, N) = {y} (ONNX shape "
                 "inference does not check it; onnxruntime fails at run time): "
-            ),
-            roles=("(M,N)", "C"),
-        )
-        if out is None:
-            return y
+            )
+        _apply(ctx, [("(M,N)", y), c], mode, kind=kind, context=context, roles=("(M,N)", "C"))
     return y
 
 
@@ -377,6 +395,34 @@ def _check_prelu(ctx: _Context) -> Shape | None:
         roles=("X", "slope"),
     )
     return out if out is not None else x[1]
+
+
+def _check_normalization(ctx: _Context) -> Shape | None:
+    """LayerNormalization-17 and RMSNormalization-23: scale and bias unidirectional to X.
+
+    The operator texts say "unidirectional broadcastable to tensor X", and onnxruntime
+    accepts exactly that (a scale of ``[3,1]`` for X ``[2,3,4]`` with axis -1 runs), though
+    RMSNormalization's input text says "broadcastable to the normalized shape".
+    """
+    node = ctx.node
+    x = ctx.operand(0)
+    roles = ("Scale", "B") if node.op == "LayerNormalization" else ("scale",)
+    for index, role in enumerate(roles, start=1):
+        if index >= len(node.inputs) or not node.inputs[index]:
+            continue
+        operand = ctx.operand(index)
+        _apply(
+            ctx,
+            [x, operand],
+            Mode.UNIDIRECTIONAL,
+            kind="unidirectional",
+            context=(
+                f"{node.op} {role} {operand[1]} must broadcast unidirectionally to X {x[1]} "
+                "(ONNX shape inference does not check it; onnxruntime fails at run time): "
+            ),
+            roles=("X", role),
+        )
+    return x[1] if x[1].rank is not None else None
 
 
 def _constant_target(ctx: _Context, index: int) -> Shape | None:
@@ -412,6 +458,8 @@ def _check_expand(ctx: _Context) -> Shape | None:
         return None
     target = _constant_target(ctx, 1)
     if target is None:
+        target = ctx.targets.get(name)  # computed in the graph: Shape -> Concat -> ...
+    if target is None or target.rank is None or all(_is_open(d) for d in target.dims):
         peer = ctx.node.output_shapes[0] if ctx.node.output_shapes else Shape.dynamic()
         return _apply(ctx, [data, ("shape", peer)], Mode.BIDIRECTIONAL, report=False)
     operands = [data, (name, target)]

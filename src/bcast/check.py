@@ -31,6 +31,7 @@ __all__ = [
     "Report",
     "Rule",
     "Severity",
+    "Subgraph",
     "bind_dims",
     "check_graph",
     "propagate_shapes",
@@ -63,12 +64,13 @@ class Severity(str, Enum):
 class Rule(str, Enum):
     """How a node broadcasts its inputs (the checker's dispatch key)."""
 
-    MULTIDIRECTIONAL = "multidirectional"  # ONNX Add..Where, Max/Min/Sum/Mean
-    ELEMENTWISE = "elementwise"  # OpenVINO binary ops with auto_broadcast
+    MULTIDIRECTIONAL = "multidirectional"  # ONNX Add..Where, Max/Min/Sum/Mean (mode: numpy/none)
+    ELEMENTWISE = "elementwise"  # OpenVINO auto_broadcast; ONNX opset <= 6 `broadcast`
     SELECT = "select"  # OpenVINO Select(cond, then, else)
-    GEMM = "gemm"  # ONNX Gemm: C unidirectional to (M, N)
+    GEMM = "gemm"  # ONNX Gemm: C unidirectional to (M, N) (mode none: opset <= 6, broadcast=0)
     PRELU = "prelu"  # ONNX PRelu: slope unidirectional to X
-    EXPAND = "expand"  # ONNX Expand: bidirectional with the constant shape
+    NORMALIZATION = "normalization"  # ONNX LayerNormalization/RMSNormalization: scale, bias to X
+    EXPAND = "expand"  # ONNX Expand: bidirectional with the target's values
     BROADCAST = "broadcast"  # OpenVINO Broadcast-1/-3 with a constant target
 
     def __str__(self) -> str:
@@ -99,6 +101,8 @@ class Node:
         Gemm ``transA`` / ``transB``.
     output_shapes : tuple of Shape
         The peer's inferred output shapes (``[...]`` where it has none).
+    subgraphs : tuple of Subgraph
+        Graphs the node runs: If/Loop/Scan bodies, a model-local function's body.
     """
 
     name: str
@@ -113,6 +117,7 @@ class Node:
     trans_a: bool = False
     trans_b: bool = False
     output_shapes: tuple[Shape, ...] = ()
+    subgraphs: tuple[Subgraph, ...] = field(default=(), compare=False)
 
 
 @dataclass(slots=True)
@@ -131,6 +136,9 @@ class Graph:
         Known shapes of graph inputs, initializers and constants.
     constants : dict of str to tuple of int
         Values of small integer constants (shape targets, axes_mapping).
+    shape_values : dict of str to Shape
+        Values of shape tensors computed in the graph (``Shape`` → ``Concat`` → ``Expand``),
+        as the peer's data propagation gives them; symbols stay symbols.
     item_sizes : dict of str to int
         Bytes per element of values whose type is known.
     notes : list of Finding
@@ -142,8 +150,32 @@ class Graph:
     nodes: list[Node] = field(default_factory=list)
     shapes: dict[str, Shape] = field(default_factory=dict)
     constants: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    shape_values: dict[str, Shape] = field(default_factory=dict)
     item_sizes: dict[str, int] = field(default_factory=dict)
     notes: list[Finding] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    """A graph that a node runs: a control-flow body or a model-local function's body.
+
+    Attributes
+    ----------
+    name : str
+        Its path (``if_node/then_branch``); its nodes' names start with it.
+    graph : Graph
+        The body; its ``shapes`` hold the body's declared inputs.
+    bindings : tuple of (str, str)
+        ``(inner, outer)`` pairs: a function's formal input and the caller's value.
+    outer_scope : bool
+        True when the body sees the enclosing graph's values (If, Loop, Scan); a function's
+        body sees only its inputs.
+    """
+
+    name: str
+    graph: Graph
+    bindings: tuple[tuple[str, str], ...] = ()
+    outer_scope: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +188,8 @@ class Finding:
     kind : str
         A stable identifier: ``incompatible``, ``conditional``, ``unidirectional``,
         ``size``, ``pdpd-default-axis``, ``axes-mapping-duplicates``,
-        ``pdpd-trailing-ones``, ``pdpd-one-against-zero``, ``peer-rejects``.
+        ``pdpd-trailing-ones``, ``pdpd-one-against-zero``, ``peer-rejects``,
+        ``not-checked``.
     node, op : str
     inputs : tuple of (str, Shape)
         The broadcast operands: value name and shape.
@@ -304,7 +337,7 @@ def check_graph(
     ['incompatible']
     """
     findings, _ = _walk(graph, dict(dims or {}), max_elements, progress)
-    return Report(graph.path, len(graph.nodes), tuple(findings))
+    return Report(graph.path, _count(graph), tuple(findings))
 
 
 def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> dict[str, Shape]:
@@ -322,29 +355,56 @@ def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> 
     return values
 
 
+def _count(graph: Graph) -> int:
+    """Count the nodes of ``graph`` and of every subgraph it runs."""
+    return len(graph.nodes) + sum(_count(s.graph) for n in graph.nodes for s in n.subgraphs)
+
+
 def _walk(
     graph: Graph,
     bound: dict[str, int],
     max_elements: int,
     progress: Iterable[None] | None,
+    outer: Mapping[str, Shape] | None = None,
+    inputs: Mapping[str, Shape] | None = None,
 ) -> tuple[list[Finding], dict[str, Shape]]:
+    """Check ``graph``'s nodes, then the bodies they run.
+
+    ``outer`` is the enclosing graph's values (If/Loop/Scan bodies see them); ``inputs``
+    binds a function body's inputs to its caller's values, over the shapes declared.
+    """
     # Imported here: the per-rule checks import this module's types (no import cycle).
     from bcast._node_checks import check_node
 
-    values: dict[str, Shape] = {k: bind_dims(v, bound) for k, v in graph.shapes.items()}
+    values: dict[str, Shape] = dict(outer or {})
+    values.update({k: bind_dims(v, bound) for k, v in graph.shapes.items()})
+    values.update(inputs or {})
+    targets = {k: bind_dims(v, bound) for k, v in graph.shape_values.items()}
     findings: list[Finding] = list(graph.notes)
     ticks = iter(progress) if progress is not None else None
+    nested: list[Subgraph] = []
     for node in _topological(graph.nodes, graph.path):
         peer = tuple(bind_dims(s, bound) for s in node.output_shapes)
         outputs: tuple[Shape, ...] = peer
         if node.rule is not None:
-            result, found = check_node(node, graph, values, max_elements)
+            result, found = check_node(node, graph, values, max_elements, targets=targets)
             findings.extend(found)
             if result is not None:
                 outputs = (result, *peer[1:])
         for index, name in enumerate(node.outputs):
             if name:
                 values[name] = outputs[index] if index < len(outputs) else Shape.dynamic()
+        nested.extend(node.subgraphs)
         if ticks is not None:
             next(ticks, None)
+    # Bodies last: they may read any value of this graph (outer scope), not only the
+    # owner's declared inputs, so every value is propagated first.
+    for sub in nested:
+        bindings = {}
+        for name, source in sub.bindings:
+            shape = values.get(source)
+            if shape is not None and shape.rank is not None:
+                bindings[name] = shape
+        scope = values if sub.outer_scope else None
+        findings.extend(_walk(sub.graph, bound, max_elements, None, scope, bindings)[0])
     return findings, values

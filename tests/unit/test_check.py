@@ -113,7 +113,8 @@ def test_incompatible_where_names_the_three_inputs():
     where = helper.make_node("Where", ["c", "x", "y"], ["z"], name="w")
     model = _model([where], [_vi("c", [2], TensorProto.BOOL), _vi("x", [3]), _vi("y", [])])
     found = _only(model)
-    assert (found.node, found.axis, found.mode) == ("w", 0, "numpy")
+    assert (found.kind, found.node, found.axis, found.mode) == ("incompatible", "w", 0, "numpy")
+    assert "2 vs 3" in found.reason
     assert [name for name, _ in found.inputs] == ["c", "x", "y"]
 
 
@@ -121,7 +122,8 @@ def test_interval_dims_that_cannot_meet_are_an_error():
     g = Graph("m", "openvino", shapes={"a": Shape.parse("[2..4]"), "b": Shape.parse("[5]")})
     g.nodes.append(Node("add", "Add", ("a", "b"), ("y",), rule=Rule.ELEMENTWISE, mode=Mode.NUMPY))
     (found,) = check_graph(g).findings
-    assert (found.kind, found.axis) == ("incompatible", 0)
+    assert (found.kind, found.node, found.axis) == ("incompatible", "add", 0)
+    assert "2..4 vs 5" in found.reason
 
 
 # -- conditional findings ----------------------------------------------------------------------
@@ -149,13 +151,13 @@ def test_interval_against_a_static_dim_names_the_value_it_needs():
     g = Graph("m", "openvino", shapes={"a": Shape.parse("[2..4]"), "b": Shape.parse("[3]")})
     g.nodes.append(Node("add", "Add", ("a", "b"), ("y",), rule=Rule.ELEMENTWISE, mode=Mode.NUMPY))
     (found,) = check_graph(g).findings
-    assert (found.kind, found.axis) == ("conditional", 0)
+    assert (found.kind, found.node, found.axis) == ("conditional", "add", 0)
     assert "2..4 = 3" in found.reason
 
 
 def test_two_different_symbols_must_be_equal_or_one():
-    found = _only(_binary("Mul", ["n"], ["m"]))
-    assert found.kind == "conditional"
+    found = _only(_binary("Mul", ["n"], ["m"], name="mul"))
+    assert (found.kind, found.node, found.axis) == ("conditional", "mul", 0)
     assert "n, m are equal (or 1)" in found.reason
 
 
@@ -178,6 +180,7 @@ def test_prelu_slope_larger_than_x_is_a_unidirectional_error():
     prelu = helper.make_node("PRelu", ["x", "slope"], ["y"], name="prelu")
     found = _only(_model([prelu], [_vi("x", [3]), _vi("slope", [2, 3])]))
     assert (found.kind, found.node, found.severity) == ("unidirectional", "prelu", Severity.ERROR)
+    assert found.axis is None  # a rank error: no single axis fails
     assert "slope [2,3] must broadcast unidirectionally to X [3]" in found.reason
     assert "onnxruntime broadcasts both ways" in found.reason
 
@@ -185,22 +188,26 @@ def test_prelu_slope_larger_than_x_is_a_unidirectional_error():
 def test_prelu_slope_of_channel_length_is_not_unidirectional_to_the_last_axis():
     prelu = helper.make_node("PRelu", ["x", "slope"], ["y"], name="prelu")
     found = _only(_model([prelu], [_vi("x", [2, 3, 4]), _vi("slope", [3])]))
-    assert (found.kind, found.axis) == ("unidirectional", 2)
+    assert (found.kind, found.node, found.axis) == ("unidirectional", "prelu", 2)
+    assert "3 vs 4" in found.reason
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "c", "attrs", "axis"),
+    ("a", "b", "c", "attrs", "axis", "fragment"),
     [
-        pytest.param([2, 3], [3, 4], [3], {}, 1, id="wrong-length"),
-        pytest.param([1, 3], [3, 4], [2, 4], {}, 0, id="larger-than-Y"),
-        pytest.param([3, 2], [4, 3], [4, 1], {"transA": 1, "transB": 1}, 0, id="transposed"),
+        pytest.param([2, 3], [3, 4], [3], {}, 1, "3 vs 4", id="wrong-length"),
+        pytest.param([1, 3], [3, 4], [2, 4], {}, 0, "2 vs 1", id="larger-than-Y"),
+        pytest.param(
+            [3, 2], [4, 3], [4, 1], {"transA": 1, "transB": 1}, 0, "4 vs 2", id="transposed"
+        ),
     ],
 )
-def test_gemm_c_that_does_not_broadcast_to_m_n_is_an_error(a, b, c, attrs, axis):
+def test_gemm_c_that_does_not_broadcast_to_m_n_is_an_error(a, b, c, attrs, axis, fragment):
     gemm = helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="gemm", **attrs)
     found = _only(_model([gemm], [_vi("a", a), _vi("b", b), _vi("c", c)]))
     assert (found.kind, found.node, found.axis) == ("unidirectional", "gemm", axis)
     assert "Gemm C" in found.reason
+    assert fragment in found.reason
 
 
 def test_gemm_c_of_m_by_one_with_transposes_is_fine():
@@ -211,7 +218,7 @@ def test_gemm_c_of_m_by_one_with_transposes_is_fine():
 def test_gemm_c_against_a_symbolic_m_is_conditional():
     gemm = helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="gemm")
     found = _only(_model([gemm], [_vi("a", ["batch", 3]), _vi("b", [3, 4]), _vi("c", [2, 4])]))
-    assert (found.kind, found.axis) == ("conditional", 0)
+    assert (found.kind, found.node, found.axis) == ("conditional", "gemm", 0)
     assert "batch = 2" in found.reason
 
 
@@ -227,25 +234,30 @@ def _expand(target, x_shape=(1,)):
 def test_huge_expand_output_is_reported_with_its_size():
     found = _only(_expand([65536, 65536, 64]))
     assert (found.kind, found.node, found.severity) == ("size", "expand", Severity.WARNING)
+    assert found.axis is None
     assert "274,877,906,944 elements" in found.reason
     assert "TiB" in found.reason  # float32: 4 bytes each
 
 
 def test_max_elements_sets_the_size_limit():
     assert _findings(_expand([10, 10])) == []
-    assert _only(_expand([10, 10]), max_elements=99).kind == "size"
+    found = _only(_expand([10, 10]), max_elements=99)
+    assert (found.kind, found.node, found.axis) == ("size", "expand", None)
+    assert "[10,10] has 100 elements" in found.reason
+    assert "more than the limit of 99" in found.reason
 
 
 def test_an_elementwise_output_no_bigger_than_its_input_is_not_a_size_finding():
     assert _findings(_binary("Add", [2**31, 2], [2]), max_elements=2**30) == []
-    found = _only(_binary("Add", [2**31, 1], [1, 4]), max_elements=2**30)
-    assert found.kind == "size"
+    found = _only(_binary("Add", [2**31, 1], [1, 4], name="wide"), max_elements=2**30)
+    assert (found.kind, found.node, found.axis) == ("size", "wide", None)
+    assert "[2147483648,4]" in found.reason
 
 
 def test_expand_with_a_negative_target_is_an_error():
     found = _only(_expand([-1]))
-    assert found.kind == "incompatible"
-    assert "negative" in found.reason
+    assert (found.kind, found.node, found.axis) == ("incompatible", "expand", None)
+    assert "the target shape [-1] has a negative entry" in found.reason
 
 
 # -- OpenVINO graph IR (built directly; IR files are in the hostile and CLI tests) ---------------
@@ -268,31 +280,39 @@ def test_pdpd_without_an_axis_attribute_warns_that_openvino_reads_zero():
     }
     assert set(kinds) == {"pdpd-default-axis", "incompatible"}
     warning = kinds["pdpd-default-axis"]
-    assert warning.severity is Severity.WARNING
+    assert (warning.severity, warning.node, warning.axis) == (Severity.WARNING, "add", None)
     assert "OpenVINO reads it as axis 0" in warning.reason
-    assert "-1" in warning.reason
+    assert "with axis -1 the result would be [2,3,4,5]" in warning.reason
+    error = kinds["incompatible"]  # OpenVINO's axis 0: [4,5] against [2,3]
+    assert (error.node, error.axis) == ("add", 0)
+    assert "4 vs 2" in error.reason
 
 
 def test_pdpd_without_an_axis_still_warns_when_both_axes_agree():
     (found,) = check_graph(_ov_graph("[2,3]", "[2,3]", axis=0, written=False)).findings
-    assert found.kind == "pdpd-default-axis"
+    assert (found.kind, found.node, found.axis) == ("pdpd-default-axis", "add", None)
     assert "same result" in found.reason
 
 
 def test_pdpd_trailing_ones_past_a_are_accepted_but_openvino_inference_rejects_them():
     (found,) = check_graph(_ov_graph("[2,3,4]", "[3,4,1]", axis=1)).findings
     assert (found.kind, found.severity) == ("pdpd-trailing-ones", Severity.WARNING)
+    assert (found.node, found.axis) == ("add", None)  # the rank, not one axis, is at fault
+    assert "B [3,4,1] at axis 1 reaches past A [2,3,4]" in found.reason
     assert "1 + 3 > 3" in found.reason
 
 
 def test_pdpd_one_against_zero_is_accepted_but_openvino_inference_rejects_it():
     # SEMANTICS §2.9 (O77/O228): OpenVINO's pre-check B > A rejects B=1 against A=0.
     (found,) = check_graph(_ov_graph("[2,0]", "[1]", axis=1)).findings
-    assert (found.kind, found.axis, found.severity) == (
+    assert (found.kind, found.node, found.axis, found.severity) == (
         "pdpd-one-against-zero",
+        "add",
         1,
         Severity.WARNING,
     )
+    assert "B's 1 meets A's 0 at axis 1" in found.reason
+    assert "OpenVINO will not load it" in found.reason
 
 
 def test_explicit_axes_mapping_with_duplicates_is_an_error():
@@ -324,7 +344,9 @@ def test_broadcast_numpy_mode_is_one_directional_data_to_target():
         Node("bc", "Broadcast", ("d", "t"), ("y",), rule=Rule.BROADCAST, mode=Mode.NUMPY)
     )
     (found,) = check_graph(g).findings
-    assert (found.kind, found.axis, found.mode) == ("incompatible", 1, "unidirectional")
+    assert (found.kind, found.node, found.axis) == ("incompatible", "bc", 1)
+    assert found.mode == "unidirectional"
+    assert "3 vs 1 (data must equal target or be 1)" in found.reason
 
 
 def test_select_pdpd_merges_else_into_then_first():
@@ -338,8 +360,8 @@ def test_select_pdpd_merges_else_into_then_first():
     )
     (found,) = check_graph(g).findings
     # 'then' must be the largest: cond [2,3,4] does not fit into then [3,4] (SEMANTICS 1.7).
-    assert found.kind == "incompatible"
-    assert "rank" in found.reason
+    assert (found.kind, found.node, found.axis) == ("incompatible", "sel", None)
+    assert "[2,3,4] has rank 3, more than A [3,4]" in found.reason
 
 
 def test_cycles_are_rejected():
@@ -355,7 +377,17 @@ def test_cycles_are_rejected():
 # -- the checker's verdict equals onnxruntime's where onnxruntime follows the spec -------------
 
 
-def _ort_outcome(model):
+_ORT_DTYPES = {
+    "tensor(bool)": bool,
+    "tensor(uint8)": np.uint8,
+    "tensor(int32)": np.int32,
+    "tensor(int64)": np.int64,
+    "tensor(string)": object,
+}
+
+
+def _ort_error(model):
+    """Load and run ``model`` in onnxruntime (symbolic dims set to 1); its error, or None."""
     import onnxruntime as ort
 
     ort.set_default_logger_severity(4)
@@ -366,12 +398,15 @@ def _ort_outcome(model):
         feeds = {}
         for info in session.get_inputs():
             shape = [d if isinstance(d, int) else 1 for d in info.shape]
-            dtype = bool if info.type == "tensor(bool)" else np.float32
-            feeds[info.name] = np.ones(shape, dtype=dtype)
+            feeds[info.name] = np.ones(shape, dtype=_ORT_DTYPES.get(info.type, np.float32))
         session.run(None, feeds)
-    except Exception:
-        return "fails"
-    return "runs"
+    except Exception as err:
+        return str(err)
+    return None
+
+
+def _ort_outcome(model):
+    return "runs" if _ort_error(model) is None else "fails"
 
 
 def _where(c, x, y):
@@ -422,6 +457,404 @@ def test_example_models_build_and_check(tmp_path: Path):
     assert onnx.load(str(tmp_path / "block.onnx")).graph.name == "block"
 
 
+# -- Expand targets computed in the graph (ONNX data propagation) -----------------------------
+
+
+def _expand_by(nodes, inputs, inits=()):
+    expand = helper.make_node("Expand", ["x", "target"], ["y"], name="ex")
+    return _model([*nodes, expand], [_vi("x", [3, 1]), *inputs], inits)
+
+
+def _ints(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def _shape_of_t(t_shape):
+    return _expand_by(
+        [helper.make_node("Shape", ["t"], ["target"], name="shp")], [_vi("t", t_shape)]
+    )
+
+
+def _concat_target():
+    concat = helper.make_node("Concat", ["c1", "c2"], ["target"], name="cat", axis=0)
+    return _expand_by([concat], [], [_ints("c1", [2]), _ints("c2", [5])])
+
+
+def _gathered_target():
+    # target = [t.shape[0], 2]: the batch symbol travels through Gather, Unsqueeze and Concat
+    nodes = [
+        helper.make_node("Shape", ["t"], ["s"], name="shp"),
+        helper.make_node("Gather", ["s", "i0"], ["g"], name="gather", axis=0),
+        helper.make_node("Unsqueeze", ["g", "axes"], ["u"], name="unsq"),
+        helper.make_node("Concat", ["u", "two"], ["target"], name="cat", axis=0),
+    ]
+    inits = [_ints("i0", 0), _ints("axes", [0]), _ints("two", [2])]
+    return _expand_by(nodes, [_vi("t", ["batch", 7])], inits)
+
+
+@pytest.mark.parametrize(
+    ("model", "axis", "target"),
+    [
+        pytest.param(_shape_of_t([2, 2, 4]), 1, "[2,2,4]", id="shape-of-static"),
+        pytest.param(_concat_target(), 0, "[2,5]", id="concat-of-constants"),
+        pytest.param(_shape_of_t(["batch", 2, 4]), 1, "[batch,2,4]", id="shape-of-symbolic"),
+    ],
+)
+def test_expand_target_computed_in_the_graph_is_checked(model, axis, target):
+    assert _ort_outcome(model) == "fails"  # onnxruntime: 3 against 2
+    found = _only(model)
+    assert (found.kind, found.node, found.op, found.axis, found.severity) == (
+        "incompatible",
+        "ex",
+        "Expand",
+        axis,
+        Severity.ERROR,
+    )
+    assert "3 vs 2" in found.reason
+    assert [str(shape) for _, shape in found.inputs] == ["[3,1]", target]
+
+
+def test_a_symbol_in_a_computed_target_gives_a_condition():
+    model = _gathered_target()
+    graph = read_onnx(model)
+    assert str(graph.shape_values["target"]) == "[batch,2]"
+    found = _only(model)
+    assert (found.kind, found.node, found.axis) == ("conditional", "ex", 0)
+    assert "batch ∈ {1, 3}" in found.reason
+    assert _ort_outcome(model) == "runs"  # batch = 1 fits
+    assert _only(model, dims={"batch": 4}).kind == "incompatible"
+
+
+def test_reading_computed_targets_leaves_the_model_unchanged():
+    model = _shape_of_t(["batch", 2, 4])
+    before = model.SerializeToString()
+    graph = read_onnx(model)
+    assert str(graph.shape_values["target"]) == "[batch,2,4]"
+    assert model.SerializeToString() == before  # the probes are gone again
+    assert [n.name for n in graph.nodes] == ["shp", "ex"]
+
+
+def test_a_computed_target_that_fits_gives_the_broadcast_shape():
+    model = _shape_of_t([2, 1, 4])
+    assert _findings(model) == []
+    assert _ort_outcome(model) == "runs"
+    assert str(propagate_shapes(read_onnx(model))["y"]) == "[2,3,4]"
+
+
+# -- subgraphs and model-local functions ------------------------------------------------------
+
+
+def _if_model(then_nodes, a=(2, 3), b=(4,)):
+    then = helper.make_graph(then_nodes, "then", [], [_vi(then_nodes[-1].output[0], None)])
+    other = helper.make_graph(
+        [helper.make_node("Identity", ["a"], ["e"], name="id")], "else", [], [_vi("e", None)]
+    )
+    node = helper.make_node("If", ["c"], ["y"], name="if_node", then_branch=then, else_branch=other)
+    inputs = [_vi("c", [], TensorProto.BOOL), _vi("a", list(a)), _vi("b", list(b))]
+    return _model([node], inputs)
+
+
+def test_an_if_branch_is_checked_with_the_outer_values_it_reads():
+    model = _if_model([helper.make_node("Add", ["a", "b"], ["t"], name="add")])
+    assert "Incompatible dimensions" in _ort_error(model)  # refused at load: branch inference
+    found = _only(model)
+    assert (found.kind, found.node, found.op, found.axis) == (
+        "incompatible",
+        "if_node/then_branch/add",
+        "Add",
+        1,
+    )
+    assert "3 vs 4" in found.reason
+    assert check_graph(read_onnx(model)).nodes == 3  # If + one node per branch
+
+
+def test_a_nested_body_sees_values_computed_in_the_enclosing_branch():
+    inner = helper.make_graph(
+        [helper.make_node("Mul", ["r", "b"], ["q"], name="mul")], "inner", [], [_vi("q", None)]
+    )
+    other = helper.make_graph(
+        [helper.make_node("Identity", ["r"], ["w"], name="id2")], "else", [], [_vi("w", None)]
+    )
+    then_nodes = [
+        helper.make_node("Relu", ["a"], ["r"], name="relu"),
+        helper.make_node("If", ["c"], ["t"], name="inner_if", then_branch=inner, else_branch=other),
+    ]
+    model = _if_model(then_nodes)
+    assert _ort_outcome(model) == "fails"
+    found = _only(model)
+    assert (found.node, found.axis) == ("if_node/then_branch/inner_if/then_branch/mul", 1)
+    assert "3 vs 4" in found.reason
+
+
+def test_a_loop_body_is_checked():
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+            helper.make_node("Add", ["a", "b"], ["s"], name="add"),
+        ],
+        "body",
+        [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL)],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("s", None)],
+    )
+    loop = helper.make_node("Loop", ["n", ""], ["y"], name="loop", body=body)
+    model = _model([loop], [_vi("a", [2, 3]), _vi("b", [4])], [_ints("n", 2)])
+    assert _ort_outcome(model) == "fails"
+    found = _only(model)
+    assert (found.kind, found.node, found.axis) == ("incompatible", "loop/body/add", 1)
+
+
+def _function_model(a, b, *, body_op="Add"):
+    body = [helper.make_node(body_op, ["p", "q"], ["r"], name="add")]
+    function = helper.make_function(
+        "local", "F", ["p", "q"], ["r"], body, [helper.make_opsetid("", 17)]
+    )
+    call = helper.make_node("F", ["a", "b"], ["y"], name="call", domain="local")
+    graph = helper.make_graph([call], "g", [_vi("a", a), _vi("b", b)], [_vi("y", None)])
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+        functions=[function],
+    )
+    model.ir_version = 8
+    return model
+
+
+def test_a_model_local_function_is_checked_with_the_callers_shapes():
+    model = _function_model([2, 3], [4])
+    assert "Incompatible dimensions" in _ort_error(model)
+    found = _only(model)
+    assert (found.kind, found.node, found.op, found.axis) == (
+        "incompatible",
+        "call/F/add",
+        "Add",
+        1,
+    )
+    assert "3 vs 4" in found.reason
+    assert [str(shape) for _, shape in found.inputs] == ["[2,3]", "[4]"]
+
+
+def test_a_function_called_with_a_symbol_binds_it_inside():
+    model = _function_model(["batch", 3], [2, 3])
+    found = _only(model)
+    assert (found.kind, found.node, found.axis) == ("conditional", "call/F/add", 0)
+    assert "batch ∈ {1, 2}" in found.reason
+    assert _only(model, dims={"batch": 5}).kind == "incompatible"
+    assert _findings(_function_model([2, 3], [3])) == []
+
+
+def test_a_function_called_with_unknown_shapes_is_reported_as_not_checked():
+    model = _function_model(None, [4])
+    found = _only(model)
+    assert (found.kind, found.severity, found.node, found.op, found.axis) == (
+        "not-checked",
+        Severity.INFO,
+        "call",
+        "F",
+        None,
+    )
+    assert "model-local function local.F is not checked" in found.reason
+    assert "'a'" in found.reason
+    assert not check_graph(read_onnx(model)).failed  # info only
+
+
+def test_a_function_that_calls_itself_is_not_followed():
+    function = helper.make_function(
+        "local",
+        "F",
+        ["p"],
+        ["r"],
+        [helper.make_node("F", ["p"], ["r"], name="again", domain="local")],
+        [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+    )
+    call = helper.make_node("F", ["a"], ["y"], name="call", domain="local")
+    graph = helper.make_graph([call], "g", [_vi("a", [2])], [_vi("y", None)])
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+        functions=[function],
+    )
+    found = _only(model)
+    assert (found.kind, found.node, found.axis) == ("not-checked", "call/F/again", None)
+    assert "calls itself" in found.reason
+
+
+# -- operators whose schema says they broadcast -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "elem", "attrs"),
+    [
+        pytest.param("BitShift", TensorProto.UINT8, {"direction": "LEFT"}, id="BitShift"),
+        pytest.param("StringConcat", TensorProto.STRING, {}, id="StringConcat"),
+        pytest.param("Mod", TensorProto.INT32, {}, id="Mod"),
+        pytest.param("BitwiseAnd", TensorProto.INT32, {}, id="BitwiseAnd"),
+        pytest.param("GreaterOrEqual", F, {}, id="GreaterOrEqual"),
+        pytest.param("LessOrEqual", F, {}, id="LessOrEqual"),
+        pytest.param("Max", F, {}, id="Max"),
+        pytest.param("Sum", F, {}, id="Sum"),
+        pytest.param("Mean", F, {}, id="Mean"),
+    ],
+)
+def test_multidirectional_operators_of_every_kind_are_checked(op, elem, attrs):
+    node = helper.make_node(op, ["a", "b"], ["y"], name="op", **attrs)
+    model = _model([node], [_vi("a", [2, 3], elem), _vi("b", [4], elem)], opset=20)
+    assert "Incompatible dimensions" in _ort_error(model)
+    found = _only(model)
+    assert (found.kind, found.node, found.op, found.axis, found.mode) == (
+        "incompatible",
+        "op",
+        op,
+        1,
+        "numpy",
+    )
+    assert "3 vs 4" in found.reason
+
+
+def _normalization(op, x, scale, bias=None, axis=-1):
+    inputs = ["x", "s"] + (["b"] if bias is not None else [])
+    node = helper.make_node(op, inputs, ["y"], name="norm", axis=axis)
+    infos = [_vi("x", x), _vi("s", scale)] + ([_vi("b", bias)] if bias is not None else [])
+    return _model([node], infos, opset=23)
+
+
+@pytest.mark.parametrize(
+    ("op", "x", "scale", "bias", "axis", "fragment"),
+    [
+        pytest.param("LayerNormalization", [2, 3, 4], [5], [4], 2, "5 vs 4", id="ln-scale"),
+        pytest.param("LayerNormalization", [2, 3, 4], [4], [2, 1], 1, "2 vs 3", id="ln-bias"),
+        pytest.param("RMSNormalization", [2, 3, 4], [2, 1], None, 1, "2 vs 3", id="rms"),
+        pytest.param(
+            "RMSNormalization", [2, 3, 4], [1, 1, 1, 1], None, None, "rank 4", id="rms-rank"
+        ),
+    ],
+)
+def test_normalization_scale_and_bias_must_broadcast_unidirectionally_to_x(
+    op, x, scale, bias, axis, fragment
+):
+    model = _normalization(op, x, scale, bias)
+    assert "Scale and (optional) bias must match" in _ort_error(model)
+    found = _only(model)
+    assert (found.kind, found.node, found.op, found.axis, found.severity) == (
+        "unidirectional",
+        "norm",
+        op,
+        axis,
+        Severity.ERROR,
+    )
+    assert "must broadcast unidirectionally to X [2,3,4]" in found.reason
+    assert fragment in found.reason
+
+
+@pytest.mark.parametrize(
+    ("op", "scale", "axis"),
+    [
+        pytest.param("LayerNormalization", [3, 4], -1, id="ln-wider-than-normalized"),
+        pytest.param("LayerNormalization", [3, 1], -1, id="ln-channel"),
+        pytest.param("RMSNormalization", [2, 1, 4], -1, id="rms-leading"),
+        pytest.param("RMSNormalization", [], 1, id="rms-scalar"),
+    ],
+)
+def test_normalization_scale_unidirectional_to_x_but_not_to_the_normalized_shape_runs(
+    op, scale, axis
+):
+    # RMSNormalization's input text says "broadcastable to the normalized shape"; the operator
+    # texts and onnxruntime go by X (docs/peer-differences.md).
+    model = _normalization(op, [2, 3, 4], scale, scale if op == "LayerNormalization" else None)
+    assert _ort_error(model) is None
+    assert _findings(model) == []
+
+
+def test_swiglu_needs_identical_shapes():
+    # onnxruntime has no SwiGLU-28 kernel; ONNX's own shape inference pins the spec.
+    node = helper.make_node("SwiGLU", ["a", "b"], ["y"], name="swiglu")
+    model = _model([node], [_vi("a", [2, 3]), _vi("b", [3])], opset=28)
+    with pytest.raises(onnx.shape_inference.InferenceError):
+        onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    found = _only(model)
+    assert (found.kind, found.node, found.axis, found.mode) == (
+        "incompatible",
+        "swiglu",
+        None,
+        "none",
+    )
+    assert "shapes must be identical" in found.reason
+
+
+# -- opsets 1 and 6: the `broadcast` attribute ---------------------------------------------------
+
+
+def _legacy(op, a, b, opset=6, inputs=("a", "b"), **attrs):
+    node = helper.make_node(op, list(inputs), ["y"], name="old", **attrs)
+    shapes = {"a": a, "b": b, "c": None}
+    infos = [_vi(name, shapes[name]) for name in inputs]
+    return _model([node], infos, opset=opset)
+
+
+def test_onnxruntime_refuses_opset_6_so_the_spec_decides():
+    # onnxruntime implements opset 7 and later only; the expected verdicts below come from
+    # onnx.defs.get_schema("Add", 6).doc ("Attribute `broadcast=1` needs to be passed").
+    error = _ort_error(_legacy("Add", [2, 3], [2, 3]))
+    assert "Could not find an implementation for Add(6)" in error
+    assert "broadcast=1` needs to be passed" in onnx.defs.get_schema("Add", 6).doc
+
+
+@pytest.mark.parametrize(
+    ("op", "a", "b", "attrs", "axis", "fragment"),
+    [
+        pytest.param("Add", [2, 3], [3], {}, None, "identical", id="no-attribute-is-0"),
+        pytest.param("Mul", [2, 3], [2, 1], {}, 1, "3 vs 1", id="same-rank-no-attribute"),
+        pytest.param("Add", [2, 3], [2], {"broadcast": 1}, 1, "2 vs 3", id="suffix"),
+        pytest.param("Sub", [2, 3, 4], [4], {"broadcast": 1, "axis": 1}, 1, "4 vs 3", id="axis"),
+        pytest.param("Equal", [2, 3], [3], {"broadcast": 0}, None, "identical", id="explicit-0"),
+    ],
+)
+def test_opset_6_elementwise_follows_the_broadcast_attribute(op, a, b, attrs, axis, fragment):
+    found = _only(_legacy(op, a, b, **attrs))
+    assert (found.kind, found.node, found.op, found.axis) == ("incompatible", "old", op, axis)
+    assert f"ONNX {op} before opset 7" in found.reason
+    assert fragment in found.reason
+    if attrs.get("broadcast"):
+        where = f"from axis {attrs['axis']}" if "axis" in attrs else "(suffix matching)"
+        assert where in found.reason
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "attrs"),
+    [
+        pytest.param([2, 3], [3], {"broadcast": 1}, id="suffix"),
+        pytest.param([2, 3, 4], [3], {"broadcast": 1, "axis": 1}, id="axis"),
+        pytest.param([2, 3], [2, 3], {}, id="identical"),
+        pytest.param([2, 3, 4], [1, 4], {"broadcast": 1}, id="one-in-b-read-as-pdpd"),
+    ],
+)
+def test_opset_6_elementwise_that_fits(a, b, attrs):
+    assert _findings(_legacy("Add", a, b, **attrs)) == []
+
+
+def test_opset_7_broadcasts_without_the_attribute():
+    model = _legacy("Add", [2, 3], [3], opset=7)
+    assert _ort_outcome(model) == "runs"
+    assert _findings(model) == []
+
+
+def test_opset_6_gemm_c_must_be_m_by_n_without_broadcast():
+    inputs = ("a", "b", "c")
+    node = helper.make_node("Gemm", list(inputs), ["y"], name="gemm")
+    model = _model([node], [_vi("a", [2, 3]), _vi("b", [3, 4]), _vi("c", [4])], opset=6)
+    found = _only(model)
+    assert (found.kind, found.node, found.axis) == ("incompatible", "gemm", None)
+    assert "Gemm C [4] must have the shape (M, N) = [2,4]" in found.reason
+    with_broadcast = helper.make_node("Gemm", list(inputs), ["y"], name="gemm", broadcast=1)
+    model = _model([with_broadcast], [_vi("a", [2, 3]), _vi("b", [3, 4]), _vi("c", [4])], opset=6)
+    assert _findings(model) == []
+
+
+def test_opset_6_sum_needs_identical_shapes():
+    node = helper.make_node("Sum", ["a", "b"], ["y"], name="sum")
+    found = _only(_model([node], [_vi("a", [2, 3]), _vi("b", [3])], opset=6))
+    assert (found.kind, found.node, found.axis, found.mode) == ("incompatible", "sum", None, "none")
+
+
 # -- OpenVINO IR files ---------------------------------------------------------------------------
 
 
@@ -468,7 +901,9 @@ def test_ir_pdpd_add_without_axis_attribute(ov, tmp_path):
     node = next(n for n in _read_ir(path).nodes if n.name == "add")
     assert (node.mode, node.axis, node.axis_written) == (Mode.PDPD, 0, False)
     (found,) = check_graph(_read_ir(path)).findings
-    assert (found.kind, found.node) == ("pdpd-default-axis", "add")
+    assert (found.kind, found.node, found.axis) == ("pdpd-default-axis", "add", None)
+    assert "OpenVINO reads it as axis 0" in found.reason
+    assert "here both give the same result" in found.reason
 
 
 def test_ir_broadcast_explicit_with_duplicate_axes_mapping(ov, tmp_path):
@@ -484,6 +919,7 @@ def test_ir_broadcast_explicit_with_duplicate_axes_mapping(ov, tmp_path):
         "Broadcast",
         1,
     )
+    assert "axes_mapping [1, 1] repeats target axis 1" in found.reason
 
 
 def test_ir_pdpd_trailing_ones_that_openvino_refuses_to_load(ov, tmp_path):
@@ -508,7 +944,121 @@ def test_ir_pdpd_trailing_ones_that_openvino_refuses_to_load(ov, tmp_path):
     path.write_text(text)
     findings = {f.kind: f for f in check_graph(_read_ir(path)).findings}
     assert set(findings) == {"peer-rejects", "pdpd-trailing-ones"}
-    assert findings["peer-rejects"].severity is Severity.INFO
+    rejects = findings["peer-rejects"]
+    assert (rejects.severity, rejects.node, rejects.op, rejects.axis) == (
+        Severity.INFO,
+        "add",
+        "Add",
+        None,
+    )
+    assert "OpenVINO refuses to load this model" in rejects.reason
+    assert "checked from the XML" in rejects.reason
     trailing = findings["pdpd-trailing-ones"]
-    assert trailing.node == "add"
+    assert (trailing.node, trailing.axis) == ("add", None)
     assert "1 + 3 > 3" in trailing.reason
+
+
+def _set_parameter_shape(path, name, dims):
+    """Give Parameter ``name`` new dims in the IR, on its port and on every port it feeds."""
+    import xml.etree.ElementTree as ET
+
+    tree = ET.parse(path)
+    layers = {layer.get("id"): layer for layer in tree.getroot().iter("layer")}
+    layer = next(layer for layer in layers.values() if layer.get("name") == name)
+    layer.find("data").set("shape", ",".join(map(str, dims)))
+    ports = [layer.find("output/port")]
+    for edge in tree.getroot().iter("edge"):
+        if edge.get("from-layer") == layer.get("id"):
+            user = layers[edge.get("to-layer")]
+            ports += [p for p in user.find("input") if p.get("id") == edge.get("to-port")]
+    for port in ports:
+        for dim in port.findall("dim"):
+            port.remove(dim)
+        for value in dims:
+            ET.SubElement(port, "dim").text = str(value)
+    tree.write(path)
+
+
+def _openvino_refuses(ov, path):
+    try:
+        ov.Core().read_model(str(path))
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_ir_pdpd_one_against_zero_that_openvino_refuses_to_load(ov, tmp_path):
+    from openvino.utils.node_factory import NodeFactory
+
+    a = ov.opset13.parameter([2, 3], np.float32, name="a")
+    b = ov.opset13.parameter([1], np.float32, name="b")
+    add = NodeFactory("opset13").create(
+        "Add",
+        [a.output(0), b.output(0)],
+        {"auto_broadcast": "pdpd", "auto_broadcast.auto_broadcast_axis": 1},
+    )
+    add.set_friendly_name("add")
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([add], [a, b], "m"), path)
+    _set_parameter_shape(path, "a", [2, 0])  # B's 1 now meets A's 0 at axis 1
+    assert _openvino_refuses(ov, path)  # its pre-check B > A (SEMANTICS §2.9)
+    findings = {f.kind: f for f in check_graph(_read_ir(path)).findings}
+    assert set(findings) == {"peer-rejects", "pdpd-one-against-zero"}
+    assert (findings["peer-rejects"].node, findings["peer-rejects"].severity) == (
+        "add",
+        Severity.INFO,
+    )
+    found = findings["pdpd-one-against-zero"]
+    assert (found.node, found.op, found.axis, found.severity) == (
+        "add",
+        "Add",
+        1,
+        Severity.WARNING,
+    )
+    assert "B's 1 meets A's 0 at axis 1" in found.reason
+
+
+@pytest.mark.parametrize(
+    ("attrs", "shapes", "changed", "axis", "fragment"),
+    [
+        pytest.param(
+            {"auto_broadcast": "numpy"},
+            {"c": [2, 3], "t": [2, 3], "e": [3]},
+            ("e", [4]),
+            1,
+            "3 vs 4",
+            id="numpy",
+        ),
+        pytest.param(
+            {"auto_broadcast": "pdpd", "auto_broadcast.auto_broadcast_axis": -1},
+            {"c": [3, 4], "t": [2, 3, 4], "e": [4]},
+            ("c", [2, 3, 4, 4]),
+            None,
+            "rank 4, more than A [2,3,4]",
+            id="pdpd-cond-larger-than-then",
+        ),
+    ],
+)
+def test_ir_select_that_openvino_refuses(ov, tmp_path, attrs, shapes, changed, axis, fragment):
+    from openvino.utils.node_factory import NodeFactory
+
+    params = [
+        ov.opset13.parameter(dims, np.bool_ if name == "c" else np.float32, name=name)
+        for name, dims in shapes.items()
+    ]
+    select = NodeFactory("opset13").create("Select", [p.output(0) for p in params], attrs)
+    select.set_friendly_name("sel")
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([select], params, "m"), path)
+    _set_parameter_shape(path, *changed)
+    assert _openvino_refuses(ov, path)
+    findings = {f.kind: f for f in check_graph(_read_ir(path)).findings}
+    assert set(findings) == {"peer-rejects", "incompatible"}
+    found = findings["incompatible"]
+    assert (found.node, found.op, found.axis, found.severity) == (
+        "sel",
+        "Select",
+        axis,
+        Severity.ERROR,
+    )
+    assert fragment in found.reason

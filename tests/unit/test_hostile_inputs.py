@@ -106,6 +106,90 @@ def test_graph_cycle(tmp_path):
     assert_unreadable(path, "cycle through node")
 
 
+def _onnxruntime_refuses(path: Path) -> bool:
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(4)
+    try:
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception:
+        return True
+    return False
+
+
+def test_truncated_onnx_that_still_parses_without_its_opset_import(tmp_path):
+    model = _add_model()
+    data = model.SerializeToString()
+    # opset_import (field 8) is written last: cutting it off leaves a file that parses.
+    cut = len(model.opset_import[0].SerializeToString()) + 2
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data[:-cut])
+    parsed = onnx.ModelProto()
+    parsed.ParseFromString(path.read_bytes())
+    assert parsed.HasField("graph")
+    assert len(parsed.opset_import) == 0
+    assert _onnxruntime_refuses(path)
+    assert_unreadable(path, "no opset_import")
+
+
+def _with_initializer(tmp_path: Path, tensor: onnx.TensorProto) -> Path:
+    node = helper.make_node("Add", ["x", tensor.name], ["z"], name="add")
+    path = tmp_path / "init.onnx"
+    x = helper.make_tensor_value_info("x", tensor.data_type, [1])
+    z = helper.make_tensor_value_info("z", tensor.data_type, None)
+    graph = helper.make_graph([node], "g", [x], [z], [tensor])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def _float(dims: list[int], *, raw: bytes | None = None, values=()) -> onnx.TensorProto:
+    """A float tensor as a broken writer leaves it (onnx.helper refuses to build one)."""
+    tensor = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=dims)
+    if raw is not None:
+        tensor.raw_data = raw
+    tensor.float_data.extend(values)
+    return tensor
+
+
+@pytest.mark.parametrize(
+    ("tensor", "fragment"),
+    [
+        pytest.param(_float([2**31], raw=b""), "holds 0 bytes", id="2**31-dims-no-data"),
+        pytest.param(
+            _float([2, 3], raw=b"\x00" * 20),
+            "(24 bytes of FLOAT) but holds 20 bytes",
+            id="raw-too-short",
+        ),
+        pytest.param(
+            _float([4], values=[1.0, 2.0, 3.0]),
+            "(4 values of FLOAT) but holds 3 values",
+            id="typed-too-short",
+        ),
+    ],
+)
+def test_an_initializer_whose_data_does_not_match_its_dims(tmp_path, tensor, fragment):
+    path = _with_initializer(tmp_path, tensor)
+    assert _onnxruntime_refuses(path)
+    assert_unreadable(path, "initializer 'w'")
+    assert_unreadable(path, fragment)
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        pytest.param(numpy_helper.from_array(np.ones(1, np.float32), "w"), id="raw"),
+        pytest.param(helper.make_tensor("w", TensorProto.FLOAT, [1], [1.0]), id="typed"),
+        pytest.param(helper.make_tensor("w", TensorProto.FLOAT16, [1], [1.0]), id="float16"),
+    ],
+)
+def test_an_initializer_whose_data_matches_its_dims_is_read(tmp_path, tensor):
+    path = _with_initializer(tmp_path, tensor)
+    assert not _onnxruntime_refuses(path)
+    assert run("check", str(path)).exit_code == 0
+
+
 @pytest.mark.parametrize("dim", [2**31, 2**40, 2**62])
 def test_a_huge_dim_is_a_size_finding_not_a_crash(tmp_path, dim):
     node = helper.make_node("Add", ["x", "y"], ["z"], name="wide_add")

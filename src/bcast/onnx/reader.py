@@ -6,7 +6,14 @@ symbol (`bcast.Dim.symbol`), a dim with neither value nor param is ``?``, an inp
 shape has unknown rank. ONNX's own shape inference (``onnx.shape_inference.infer_shapes``,
 with data propagation) supplies the output shapes of every node bcast does not check itself;
 the ``unk__<k>`` names it invents are read as ``?``. Constants that feed shapes (initializers
-and ``Constant`` nodes: Expand targets, Reshape shapes) are read as values.
+and ``Constant`` nodes: Expand targets, Reshape shapes) are read as values, and so are Expand
+targets computed in the graph (``Shape`` → ``Gather`` → ``Concat``...), through ONNX's data
+propagation: symbols stay symbols.
+
+If/Loop/Scan bodies and the bodies of model-local functions become `bcast.check.Subgraph`
+objects of the node that runs them; their nodes are named by path (``if_node/then_branch/add``).
+The rule of an operator is the one of the operator set the model imports: before opset 7 the
+element-wise operators broadcast only with ``broadcast=1``.
 
 Examples
 --------
@@ -23,9 +30,12 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import re
-from dataclasses import replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
@@ -33,7 +43,7 @@ import onnx
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 from onnx import numpy_helper
 
-from bcast.check import Graph, ModelError, Node, Rule
+from bcast.check import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
 from bcast.dim import Dim
 from bcast.errors import BroadcastError
 from bcast.modes import Mode
@@ -45,18 +55,27 @@ MULTIDIRECTIONAL_OPS: Final = frozenset(
     {
         "Add", "Sub", "Mul", "Div", "Pow", "Mod", "And", "Or", "Xor", "Equal", "Greater",
         "GreaterOrEqual", "Less", "LessOrEqual", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-        "Max", "Min", "Sum", "Mean", "Where",
+        "BitShift", "Max", "Min", "Sum", "Mean", "Where", "StringConcat",
     }
 )  # fmt: skip
 """ONNX operators with multidirectional (NumPy) broadcasting over all their inputs."""
 
-_LEGACY: Final = frozenset(
-    {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"}
-)
+_SAME_SHAPE_BEFORE_8: Final = frozenset({"Max", "Min", "Sum", "Mean"})  # opsets 1 and 6
+_NORMALIZATION: Final = frozenset({"LayerNormalization", "RMSNormalization"})
 _DEFAULT_DOMAINS: Final = frozenset({"", "ai.onnx"})
 _MAX_CONSTANT: Final = 64  # elements: shape-like constants only
+_MAX_DEPTH: Final = 16  # nested bodies and function calls
+_MAX_CALLS: Final = 2000  # function bodies read per model (each costs an inference run)
+_PROBE: Final = "bcast::probe"  # not a name exporters write: ':' is rare, '::' rarer
 _UNK: Final = re.compile(r"unk__\d+")
 _BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
+_SUB_BYTE: Final = frozenset(
+    {"UINT4", "INT4", "FLOAT4E2M1", "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2"}
+)  # packed types: their raw size is not count * itemsize
+
+_Opsets = Mapping[str, int]
+_FunctionKey = tuple[str, str, str]
+_Inferred = tuple[onnx.ModelProto, onnx.ModelProto | None, dict[str, str]]
 
 
 def read_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> Graph:
@@ -70,13 +89,16 @@ def read_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> Graph:
     Returns
     -------
     Graph
-        Nodes of the main graph, shapes of inputs and initializers, integer constants,
+        Nodes of the main graph (with their bodies and called functions as subgraphs),
+        shapes of inputs and initializers, integer constants, propagated shape values,
         element sizes, and ONNX's inferred output shape of every node.
 
     Raises
     ------
     ModelError
-        If the file cannot be read or is not an ONNX model (one-line message).
+        If the file cannot be read, is not an ONNX model, or is broken: no operator set
+        imported, or an initializer holding less or more data than its dims say
+        (one-line message).
     """
     if isinstance(source, onnx.ModelProto):
         model, path = source, "<ModelProto>"
@@ -85,8 +107,8 @@ def read_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> Graph:
         model = load_model(path)
     if model.ir_version <= 0 or not model.HasField("graph"):
         raise ModelError(f"{path}: not an ONNX model (no IR version or no graph)")
-    inferred = _infer(model)
-    return _build(path, model, inferred)
+    _check_integrity(path, model)
+    return _Reader(path, model).read()
 
 
 def load_model(path: str) -> onnx.ModelProto:
@@ -107,46 +129,350 @@ def load_model(path: str) -> onnx.ModelProto:
     return model
 
 
-def _infer(model: onnx.ModelProto) -> onnx.ModelProto | None:
-    """ONNX's own shape inference, or None when the peer itself gives up on the model."""
+# -- integrity: what protobuf parsing lets through ------------------------------------------
+
+
+def _check_integrity(path: str, model: onnx.ModelProto) -> None:
+    """Refuse a model that parses but is broken (a truncated file often still parses).
+
+    ``onnx.checker.check_model`` would also refuse models that run (graph outputs without a
+    shape, for one), so only two checks of its are made, both cheap and both fatal to
+    onnxruntime: IR version 3 and later must import an operator set, and an initializer
+    stored in the file must hold exactly the data its dims call for.
+    """
+    if model.ir_version >= 3 and not model.opset_import:
+        raise ModelError(
+            f"{path}: broken ONNX model: no opset_import (IR version {model.ir_version} "
+            "requires one; a truncated file?)"
+        )
+    for graph in _graphs(model.graph):
+        for tensor in graph.initializer:
+            problem = _data_problem(tensor)
+            if problem:
+                raise ModelError(
+                    f"{path}: broken ONNX model: initializer {tensor.name!r} {problem}"
+                )
+
+
+def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """Yield ``graph`` and every graph nested in its nodes' attributes."""
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _graphs(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    yield from _graphs(sub)
+
+
+def _data_problem(tensor: onnx.TensorProto) -> str:
+    """Say how a stored tensor's data disagrees with its dims ("" when it does not)."""
+    if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.HasField("segment"):
+        return ""
+    if any(d < 0 for d in tensor.dims):
+        return f"has a negative dim in {list(tensor.dims)}"
+    count = int(np.prod([int(d) for d in tensor.dims], dtype=object))
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        itemsize = int(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize)
+        field = onnx.helper.tensor_dtype_to_field(tensor.data_type)
+    except (KeyError, ValueError, TypeError):
+        return ""  # an undefined or unknown type: nothing to measure against
+    type_name = onnx.TensorProto.DataType.Name(tensor.data_type)
+    dims = list(tensor.dims)
+    if tensor.HasField("raw_data"):
+        if type_name in _SUB_BYTE or tensor.data_type == onnx.TensorProto.STRING:
+            held, wanted = len(tensor.raw_data), None if count else 0
+        else:
+            held, wanted = len(tensor.raw_data), count * itemsize
+        unit = "bytes"
+    else:
+        held = len(getattr(tensor, field))
+        per = 2 if type_name.startswith("COMPLEX") else 1
+        wanted = None if type_name in _SUB_BYTE else count * per
+        unit = "values"
+    if wanted is None:  # packed sub-byte types: only "no data at all" is certain
+        return f"has dims {dims} but holds no data" if count and not held else ""
+    if held != wanted:
+        return f"has dims {dims} ({wanted:,} {unit} of {type_name}) but holds {held:,} {unit}"
+    return ""
+
+
+# -- ONNX shape inference, with probes for computed Expand targets --------------------------
+
+
+def _infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, str]]:
+    """Run ONNX's shape inference; also return ``{target: probe}`` for Expand targets.
+
+    ONNX propagates the values of shape tensors (``data_prop=True``) but keeps them to
+    itself. A probe ``Expand(scalar, target)`` makes them visible: its inferred output
+    shape is the target's value, symbols included. The probes are removed again before
+    this returns; the model is left as it came.
+    """
+    probes: dict[str, str] = {}
+    added: list[tuple[onnx.GraphProto, int]] = []
+    counter = itertools.count()
+    if _opsets(model.opset_import).get("", 0) >= 8:  # Expand exists from opset 8
+        for graph in list(_graphs(model.graph)):
+            size = len(graph.node)
+            if _add_probes(graph, probes, counter):
+                added.append((graph, size))
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True), probes
     except Exception:  # any failure of the peer means "no peer shapes"
-        return None
+        return None, probes
+    finally:
+        for graph, size in added:
+            del graph.node[size:]
 
 
-def _build(path: str, model: onnx.ModelProto, inferred: onnx.ModelProto | None) -> Graph:
-    graph = Graph(path=path, format="onnx")
-    main = model.graph
-    params: set[str] = set()
-    for info in main.input:
-        for dim in info.type.tensor_type.shape.dim:
-            if dim.HasField("dim_param"):
-                params.add(dim.dim_param)
-    for init in main.initializer:
-        graph.shapes[init.name] = Shape(max(int(d), 0) for d in init.dims)
-        _item_size(graph, init.name, init.data_type)
-        value = _tensor_ints(init)
-        if value is not None:
-            graph.constants[init.name] = value
-    for info in main.input:
-        if info.name not in graph.shapes:
-            graph.shapes[info.name] = _shape_of(info, params)
-            _item_size(graph, info.name, info.type.tensor_type.elem_type)
-    peer: dict[str, Shape] = {}
-    source = inferred.graph if inferred is not None else main
-    for info in [*source.value_info, *source.output, *main.output]:
-        if info.name not in peer and info.type.HasField("tensor_type"):
-            peer[info.name] = _shape_of(info, params)
-            _item_size(graph, info.name, info.type.tensor_type.elem_type)
-    for index, proto in enumerate(main.node):
-        node = _node(proto, index, peer)
-        graph.nodes.append(node)
-        if proto.op_type == "Constant" and proto.domain in _DEFAULT_DOMAINS and proto.output:
-            value = _constant_node_ints(proto)
+def _add_probes(graph: onnx.GraphProto, probes: dict[str, str], counter: Iterator[int]) -> bool:
+    known = {t.name for t in graph.initializer}
+    known.update(n.output[0] for n in graph.node if n.op_type == "Constant" and n.output)
+    wanted = [
+        n.input[1]
+        for n in graph.node
+        if n.op_type == "Expand"
+        and n.domain in _DEFAULT_DOMAINS
+        and len(n.input) > 1
+        and n.input[1]
+        and n.input[1] not in known
+        and n.input[1] not in probes
+    ]
+    if not wanted:
+        return False
+    scalar = f"{_PROBE}{next(counter)}"
+    zero = numpy_helper.from_array(np.zeros((), np.float32))
+    graph.node.append(onnx.helper.make_node("Constant", [], [scalar], value=zero))
+    for target in dict.fromkeys(wanted):
+        probes[target] = f"{_PROBE}{next(counter)}"
+        graph.node.append(onnx.helper.make_node("Expand", [scalar, target], [probes[target]]))
+    return True
+
+
+# -- reading graphs ----------------------------------------------------------------------
+
+
+class _Reader:
+    """Read one model: its main graph, nested bodies and called functions."""
+
+    def __init__(self, path: str, model: onnx.ModelProto) -> None:
+        self.path = path
+        self.model = model
+        self.functions: dict[_FunctionKey, onnx.FunctionProto] = {
+            (f.domain, f.name, f.overload): f for f in model.functions
+        }
+        self.calls = 0
+        self.noted: set[str] = set()  # a reason is noted once per model, at its first node
+        self.inferred: dict[tuple[object, ...], _Inferred] = {}  # by function and input types
+
+    def read(self) -> Graph:
+        inferred, probes = _infer(self.model)
+        peer = inferred.graph if inferred is not None else None
+        opsets = _opsets(self.model.opset_import)
+        return self.graph(self.model.graph, peer, probes, opsets, _Scope(), 0)
+
+    def graph(
+        self,
+        proto: onnx.GraphProto,
+        peer_proto: onnx.GraphProto | None,
+        probes: Mapping[str, str],
+        opsets: _Opsets,
+        scope: _Scope,
+        depth: int,
+    ) -> Graph:
+        graph = Graph(path=self.path, format="onnx")
+        graph.constants.update(scope.constants)
+        graph.shape_values.update(scope.shape_values)
+        types = dict(scope.types)
+        params = set(scope.params)
+        for info in proto.input:
+            for dim in info.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param"):
+                    params.add(dim.dim_param)
+        for init in proto.initializer:
+            graph.shapes[init.name] = Shape(max(int(d), 0) for d in init.dims)
+            types[init.name] = onnx.helper.make_tensor_type_proto(init.data_type, init.dims)
+            _item_size(graph, init.name, init.data_type)
+            value = _tensor_ints(init)
             if value is not None:
-                graph.constants[proto.output[0]] = value
-    return graph
+                graph.constants[init.name] = value
+        for info in proto.input:
+            if info.name not in graph.shapes:
+                graph.shapes[info.name] = _shape_of(info, params)
+                types[info.name] = info.type
+                _item_size(graph, info.name, info.type.tensor_type.elem_type)
+        peer: dict[str, Shape] = {}
+        source = peer_proto if peer_proto is not None else proto
+        for info in [*source.value_info, *source.output, *proto.output]:
+            if info.name not in peer and info.type.HasField("tensor_type"):
+                peer[info.name] = _shape_of(info, params)
+                types.setdefault(info.name, info.type)
+                _item_size(graph, info.name, info.type.tensor_type.elem_type)
+        for target, probe in probes.items():
+            probed = peer.get(probe)
+            if probed is not None and probed.rank is not None and target not in graph.constants:
+                graph.shape_values[target] = probed
+        prefix = scope.prefix
+        for index, node_proto in enumerate(proto.node):
+            graph.nodes.append(_node(node_proto, index, peer, opsets, prefix))
+            if node_proto.op_type == "Constant" and node_proto.domain in _DEFAULT_DOMAINS:
+                value = _constant_node_ints(node_proto) if node_proto.output else None
+                if value is not None:
+                    graph.constants[node_proto.output[0]] = value
+        # Bodies second: they see every constant and value type of this graph.
+        inner = _Scope(
+            prefix,
+            dict(graph.constants),
+            dict(graph.shape_values),
+            types,
+            frozenset(params),
+            scope.stack,
+        )
+        peer_nodes = list(peer_proto.node) if peer_proto is not None else []
+        for index, node_proto in enumerate(proto.node):
+            peer_node = peer_nodes[index] if index < len(peer_nodes) else None
+            subgraphs = self.bodies(
+                node_proto, peer_node, graph, index, probes, opsets, inner, depth
+            )
+            if subgraphs:
+                graph.nodes[index] = replace(graph.nodes[index], subgraphs=subgraphs)
+        return graph
+
+    def bodies(
+        self,
+        proto: onnx.NodeProto,
+        peer_proto: onnx.NodeProto | None,
+        graph: Graph,
+        index: int,
+        probes: Mapping[str, str],
+        opsets: _Opsets,
+        scope: _Scope,
+        depth: int,
+    ) -> tuple[Subgraph, ...]:
+        node = graph.nodes[index]
+        found: list[Subgraph] = []
+        peer_attrs = {a.name: a for a in peer_proto.attribute} if peer_proto is not None else {}
+        for attr in proto.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                pairs = [(attr.name, attr.g, _peer_graph(peer_attrs.get(attr.name), None))]
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                pairs = [
+                    (f"{attr.name}[{k}]", g, _peer_graph(peer_attrs.get(attr.name), k))
+                    for k, g in enumerate(attr.graphs)
+                ]
+            else:
+                continue
+            for label, body, peer_body in pairs:
+                name = f"{node.name}/{label}"
+                if depth >= _MAX_DEPTH:
+                    why = f"{label} is not checked: bodies and calls nest deeper than {_MAX_DEPTH}"
+                    graph.notes.append(_not_checked(node, why))
+                    continue
+                sub_scope = replace(scope, prefix=name + "/")
+                sub = self.graph(body, peer_body, probes, opsets, sub_scope, depth + 1)
+                found.append(Subgraph(name, sub))
+        function = self.functions.get((proto.domain, proto.op_type, proto.overload))
+        if function is not None:
+            body_or_why = self.call(proto, function, node, scope, depth)
+            if isinstance(body_or_why, Subgraph):
+                found.append(body_or_why)
+            elif body_or_why not in self.noted:
+                self.noted.add(body_or_why)
+                graph.notes.append(_not_checked(node, body_or_why))
+        return tuple(found)
+
+    def call(
+        self,
+        proto: onnx.NodeProto,
+        function: onnx.FunctionProto,
+        node: Node,
+        scope: _Scope,
+        depth: int,
+    ) -> Subgraph | str:
+        """Read a function's body for one call, typed with the caller's input shapes.
+
+        Return why it is not read instead.
+        """
+        title = f"model-local function {function.domain}.{function.name}"
+        key = (function.domain, function.name, function.overload)
+        if key in scope.stack:
+            return f"{title} is not checked: it calls itself (ONNX forbids recursion)"
+        if depth >= _MAX_DEPTH:
+            return f"{title} is not checked: bodies and calls nest deeper than {_MAX_DEPTH}"
+        if self.calls >= _MAX_CALLS:
+            return f"function calls past the first {_MAX_CALLS} are not checked"
+        self.calls += 1
+        inputs = []
+        for formal, actual in zip(function.input, proto.input, strict=False):
+            if not actual:
+                continue
+            known = scope.types.get(actual)
+            if known is None or not known.tensor_type.HasField("shape"):
+                return f"{title} is not checked: the shape of its input {actual!r} is unknown"
+            info = onnx.ValueInfoProto(name=formal)
+            info.type.CopyFrom(known)
+            inputs.append(info)
+        body = onnx.GraphProto(
+            name=function.name,
+            node=function.node,
+            input=inputs,
+            output=[onnx.ValueInfoProto(name=o) for o in function.output],
+        )
+        imports = function.opset_import or self.model.opset_import
+        signature = (key, *(info.SerializeToString() for info in inputs))
+        if signature not in self.inferred:
+            model = onnx.ModelProto(
+                ir_version=self.model.ir_version,
+                opset_import=imports,
+                functions=self.model.functions,
+                graph=body,
+            )
+            self.inferred[signature] = (model, *_infer(model))
+        model, inferred, probes = self.inferred[signature]
+        name = f"{node.name}/{function.name}"
+        sub_scope = _Scope(name + "/", params=scope.params, stack=(*scope.stack, key))
+        peer = inferred.graph if inferred is not None else None
+        sub = self.graph(model.graph, peer, probes, _opsets(imports), sub_scope, depth + 1)
+        bindings = tuple(
+            (formal, actual)
+            for formal, actual in zip(function.input, proto.input, strict=False)
+            if actual
+        )
+        return Subgraph(name, sub, bindings, outer_scope=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What a nested graph inherits from the graph around it (a function body: nothing)."""
+
+    prefix: str = ""
+    constants: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    shape_values: Mapping[str, Shape] = field(default_factory=dict)
+    types: Mapping[str, onnx.TypeProto] = field(default_factory=dict)
+    params: frozenset[str] = frozenset()
+    stack: tuple[_FunctionKey, ...] = ()  # the functions being read, outermost first
+
+
+def _peer_graph(attr: onnx.AttributeProto | None, index: int | None) -> onnx.GraphProto | None:
+    if attr is None:
+        return None
+    if index is None:
+        return attr.g if attr.type == onnx.AttributeProto.GRAPH else None
+    return attr.graphs[index] if index < len(attr.graphs) else None
+
+
+def _not_checked(node: Node, reason: str) -> Finding:
+    return Finding(Severity.INFO, "not-checked", node.name, node.op, (), None, None, reason)
+
+
+def _opsets(imports: Any) -> dict[str, int]:
+    """Return ``{domain: version}``, with ``ai.onnx`` read as the default domain ``""``."""
+    found: dict[str, int] = {}
+    for entry in imports:
+        domain = "" if entry.domain in _DEFAULT_DOMAINS else entry.domain
+        found.setdefault(domain, int(entry.version))
+    return found
 
 
 def _item_size(graph: Graph, name: str, elem_type: int) -> None:
@@ -157,7 +483,7 @@ def _item_size(graph: Graph, name: str, elem_type: int) -> None:
     graph.item_sizes[name] = int(np.dtype(dtype).itemsize)
 
 
-def _symbol(name: str, params: set[str]) -> Dim:
+def _symbol(name: str, params: set[str] | frozenset[str]) -> Dim:
     if _UNK.fullmatch(name) and name not in params:
         return Dim.unknown()  # invented by ONNX shape inference: no identity worth keeping
     try:
@@ -172,7 +498,7 @@ def _symbol(name: str, params: set[str]) -> Dim:
             return Dim.unknown()
 
 
-def _shape_of(info: onnx.ValueInfoProto, params: set[str]) -> Shape:
+def _shape_of(info: onnx.ValueInfoProto, params: set[str] | frozenset[str]) -> Shape:
     tensor = info.type.tensor_type
     if not tensor.HasField("shape"):
         return Shape.dynamic()
@@ -194,37 +520,70 @@ def _attr(proto: onnx.NodeProto, name: str, default: Any) -> Any:
     return default
 
 
-def _node(proto: onnx.NodeProto, index: int, peer: dict[str, Shape]) -> Node:
+@functools.lru_cache(maxsize=512)
+def _schema(op: str, version: int) -> onnx.defs.OpSchema | None:
+    """Return the schema of ``op`` in default-domain opset ``version`` (None: not in it)."""
+    try:
+        return onnx.defs.get_schema(op, version, "")
+    except onnx.defs.SchemaError:
+        return None
+
+
+def _node(
+    proto: onnx.NodeProto, index: int, peer: dict[str, Shape], opsets: _Opsets, prefix: str
+) -> Node:
     op = proto.op_type
-    name = proto.name or f"{op}_{index}"
+    name = prefix + (proto.name or f"{op}_{index}")
     outputs = tuple(proto.output)
     shapes = tuple(peer.get(o, Shape.dynamic()) for o in outputs)
     base = Node(name, op, tuple(proto.input), outputs, output_shapes=shapes)
     if proto.domain not in _DEFAULT_DOMAINS:
         return base
-    if op in _LEGACY and any(a.name == "broadcast" for a in proto.attribute):
-        # Opsets before 7: broadcast=1 with axis is the PDPD rule, broadcast=0 is none.
-        legacy = int(_attr(proto, "broadcast", 0))
+    if op in _NORMALIZATION:  # onnxruntime also runs LayerNormalization before opset 17
+        return replace(base, rule=Rule.NORMALIZATION)
+    version = opsets.get("")
+    schema = _schema(op, version) if version is not None else None
+    if version is not None and schema is None:
+        return base  # not an operator of this opset: onnxruntime refuses the model anyway
+    if schema is not None:
+        legacy = "broadcast" in schema.attributes  # Add..Less and Gemm of opsets 1 and 6
+    else:  # no opset imported (IR version < 3): go by the attribute
+        legacy = any(a.name == "broadcast" for a in proto.attribute)
+    if legacy:
+        # Opsets before 7: no attribute is broadcast=0 (shapes match exactly); broadcast=1
+        # broadcasts B into A from `axis` (suffix matching without it): the PDPD rule.
+        on = bool(_attr(proto, "broadcast", 0))
+        if op == "Gemm":
+            mode = Mode.UNIDIRECTIONAL if on else Mode.NONE
+            return replace(_gemm(base, proto), mode=mode)
         return replace(
             base,
             rule=Rule.ELEMENTWISE,
-            mode=Mode.PDPD if legacy else Mode.NONE,
+            mode=Mode.PDPD if on else Mode.NONE,
             axis=int(_attr(proto, "axis", -1)),
         )
     if op in MULTIDIRECTIONAL_OPS:
+        if op in _SAME_SHAPE_BEFORE_8 and schema is not None and schema.since_version < 8:
+            return replace(base, rule=Rule.MULTIDIRECTIONAL, mode=Mode.NONE)
         return replace(base, rule=Rule.MULTIDIRECTIONAL)
+    if op == "SwiGLU":  # opset 28: "A and B must have identical shapes"
+        return replace(base, rule=Rule.MULTIDIRECTIONAL, mode=Mode.NONE)
     if op == "Gemm":
-        return replace(
-            base,
-            rule=Rule.GEMM,
-            trans_a=bool(_attr(proto, "transA", 0)),
-            trans_b=bool(_attr(proto, "transB", 0)),
-        )
-    if op == "PRelu":
-        return replace(base, rule=Rule.PRELU)
+        return _gemm(base, proto)
+    if op == "PRelu" and (schema is None or schema.since_version >= 7):
+        return replace(base, rule=Rule.PRELU)  # PRelu-1/-6 say nothing about broadcasting
     if op == "Expand":
         return replace(base, rule=Rule.EXPAND, mode=Mode.BIDIRECTIONAL)
     return base
+
+
+def _gemm(base: Node, proto: onnx.NodeProto) -> Node:
+    return replace(
+        base,
+        rule=Rule.GEMM,
+        trans_a=bool(_attr(proto, "transA", 0)),
+        trans_b=bool(_attr(proto, "transB", 0)),
+    )
 
 
 def _tensor_ints(tensor: onnx.TensorProto) -> tuple[int, ...] | None:
