@@ -62,6 +62,7 @@ FINDING = {
                 "pdpd-trailing-ones",
                 "pdpd-one-against-zero",
                 "peer-rejects",
+                "not-checked",
             ]
         },
         "node": {"type": "string"},
@@ -338,3 +339,34 @@ def test_progress_bar_on_a_terminal_for_many_nodes_but_not_with_json(tmp_path):
     assert "250/250" not in _on_a_terminal(["check", "--json", path])
     small = _save(tmp_path / "small.onnx", nodes[:3], [_vi("v0", ["batch", 8])])
     assert "3/3" not in _on_a_terminal(["check", small])
+
+
+def test_a_part_not_checked_is_an_info_finding_in_json_and_exits_0(tmp_path):
+    # A model-local function called with an input of unknown shape: reported, not failed.
+    body = [helper.make_node("Add", ["p", "q"], ["r"], name="add")]
+    function = helper.make_function(
+        "local", "F", ["p", "q"], ["r"], body, [helper.make_opsetid("", 17)]
+    )
+    call = helper.make_node("F", ["a", "b"], ["y"], name="call", domain="local")
+    graph = helper.make_graph(
+        [call],
+        "g",
+        [helper.make_tensor_value_info("a", F, None), _vi("b", [4])],
+        [helper.make_tensor_value_info("y", F, None)],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+        functions=[function],
+    )
+    model.ir_version = 8
+    path = tmp_path / "function.onnx"
+    onnx.save(model, path)
+    code, data = check_json(str(path))
+    assert code == 0
+    (finding,) = data["models"][0]["findings"]
+    assert (finding["kind"], finding["severity"], finding["node"]) == (
+        "not-checked",
+        "info",
+        "call",
+    )
