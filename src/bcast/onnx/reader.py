@@ -47,6 +47,7 @@ from bcast.check import Finding, Graph, ModelError, Node, Rule, Severity, Subgra
 from bcast.dim import Dim
 from bcast.errors import BroadcastError
 from bcast.modes import Mode
+from bcast.onnx._integrity import check_integrity, graphs
 from bcast.shape import Shape
 
 __all__ = ["MULTIDIRECTIONAL_OPS", "load_model", "read_onnx"]
@@ -69,9 +70,6 @@ _MAX_CALLS: Final = 2000  # function bodies read per model (each costs an infere
 _PROBE: Final = "bcast::probe"  # not a name exporters write: ':' is rare, '::' rarer
 _UNK: Final = re.compile(r"unk__\d+")
 _BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
-_SUB_BYTE: Final = frozenset(
-    {"UINT4", "INT4", "FLOAT4E2M1", "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2"}
-)  # packed types: their raw size is not count * itemsize
 
 _Opsets = Mapping[str, int]
 _FunctionKey = tuple[str, str, str]
@@ -107,7 +105,7 @@ def read_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> Graph:
         model = load_model(path)
     if model.ir_version <= 0 or not model.HasField("graph"):
         raise ModelError(f"{path}: not an ONNX model (no IR version or no graph)")
-    _check_integrity(path, model)
+    check_integrity(path, model)
     return _Reader(path, model).read()
 
 
@@ -129,75 +127,6 @@ def load_model(path: str) -> onnx.ModelProto:
     return model
 
 
-# -- integrity: what protobuf parsing lets through ------------------------------------------
-
-
-def _check_integrity(path: str, model: onnx.ModelProto) -> None:
-    """Refuse a model that parses but is broken (a truncated file often still parses).
-
-    ``onnx.checker.check_model`` would also refuse models that run (graph outputs without a
-    shape, for one), so only two checks of its are made, both cheap and both fatal to
-    onnxruntime: IR version 3 and later must import an operator set, and an initializer
-    stored in the file must hold exactly the data its dims call for.
-    """
-    if model.ir_version >= 3 and not model.opset_import:
-        raise ModelError(
-            f"{path}: broken ONNX model: no opset_import (IR version {model.ir_version} "
-            "requires one; a truncated file?)"
-        )
-    for graph in _graphs(model.graph):
-        for tensor in graph.initializer:
-            problem = _data_problem(tensor)
-            if problem:
-                raise ModelError(
-                    f"{path}: broken ONNX model: initializer {tensor.name!r} {problem}"
-                )
-
-
-def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """Yield ``graph`` and every graph nested in its nodes' attributes."""
-    yield graph
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _graphs(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for sub in attr.graphs:
-                    yield from _graphs(sub)
-
-
-def _data_problem(tensor: onnx.TensorProto) -> str:
-    """Say how a stored tensor's data disagrees with its dims ("" when it does not)."""
-    if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.HasField("segment"):
-        return ""
-    if any(d < 0 for d in tensor.dims):
-        return f"has a negative dim in {list(tensor.dims)}"
-    count = int(np.prod([int(d) for d in tensor.dims], dtype=object))
-    try:
-        itemsize = int(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize)
-        field = onnx.helper.tensor_dtype_to_field(tensor.data_type)
-    except (KeyError, ValueError, TypeError):
-        return ""  # an undefined or unknown type: nothing to measure against
-    type_name = onnx.TensorProto.DataType.Name(tensor.data_type)
-    dims = list(tensor.dims)
-    if tensor.HasField("raw_data"):
-        if type_name in _SUB_BYTE or tensor.data_type == onnx.TensorProto.STRING:
-            held, wanted = len(tensor.raw_data), None if count else 0
-        else:
-            held, wanted = len(tensor.raw_data), count * itemsize
-        unit = "bytes"
-    else:
-        held = len(getattr(tensor, field))
-        per = 2 if type_name.startswith("COMPLEX") else 1
-        wanted = None if type_name in _SUB_BYTE else count * per
-        unit = "values"
-    if wanted is None:  # packed sub-byte types: only "no data at all" is certain
-        return f"has dims {dims} but holds no data" if count and not held else ""
-    if held != wanted:
-        return f"has dims {dims} ({wanted:,} {unit} of {type_name}) but holds {held:,} {unit}"
-    return ""
-
-
 # -- ONNX shape inference, with probes for computed Expand targets --------------------------
 
 
@@ -213,7 +142,7 @@ def _infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, st
     added: list[tuple[onnx.GraphProto, int]] = []
     counter = itertools.count()
     if _opsets(model.opset_import).get("", 0) >= 8:  # Expand exists from opset 8
-        for graph in list(_graphs(model.graph)):
+        for graph in list(graphs(model.graph)):
             size = len(graph.node)
             if _add_probes(graph, probes, counter):
                 added.append((graph, size))
