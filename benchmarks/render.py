@@ -86,6 +86,17 @@ def summary_cell(case: dict[str, Any], peer: dict[str, Any] | None) -> str:
 # Markdown
 
 
+def _simd(machine: dict[str, Any]) -> str:
+    """`` (AVX2, FMA3; no AVX-512)``: what NumPy's kernels could use; "" when not recorded."""
+    found = machine.get("simd")
+    if found is None:
+        return ""
+    avx512 = any(name.startswith("AVX512") for name in found)
+    x86 = any(name.startswith("AVX") for name in found)
+    missing = "; no AVX-512" if x86 and not avx512 else ""
+    return f" ({', '.join(found) or 'no SIMD found'}{missing})"
+
+
 def ops_markdown(data: dict[str, Any], png_name: str | None = None) -> list[str]:
     cases = data.get("cases", [])
     lines = ["## Operators", ""]
@@ -93,7 +104,8 @@ def ops_markdown(data: dict[str, Any], png_name: str | None = None) -> list[str]
     vers = ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items() if v)
     lines += [
         f"Run {data.get('generated', '?')}{' (`--quick`)' if data.get('quick') else ''} on "
-        f"{m.get('cpu', '?')}, {m.get('cpus', '?')} CPUs, {m.get('memory_gib', '?')} GiB; "
+        f"{m.get('cpu', '?')}{_simd(m)}, {m.get('cpus', '?')} CPUs, "
+        f"{m.get('memory_gib', '?')} GiB; "
         f"{data.get('threads', '?')} threads for every library that has a thread knob "
         f"(NumPy is single-threaded). {vers}.",
         "",
