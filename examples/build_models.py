@@ -9,6 +9,9 @@ Writes, with ``onnx.helper`` (and ``openvino`` for the IR):
 - ``block.onnx``: a small transformer-style block with symbolic ``batch`` and ``seq``:
   LayerNorm-like Sub/Div/Mul/Add with broadcast gamma and beta, attention scores plus a
   mask (Add), a Gemm with a bias, a PRelu, an Expand. It is clean.
+- ``block_broken.onnx``: the same block with two mistakes of the kind exporters make: a
+  beta of 32 values for 64 features (definite error at ``ln_beta``) and a mask whose last dim
+  is a separate symbol ``kv_seq`` (``attn_mask`` fails unless kv_seq is 1 or seq).
 - ``broken_add.onnx``: an Add of [batch,seq,64] and [seq,32] (definite error).
 - ``broken_prelu.onnx``: a PRelu whose slope [2,8] is larger than X [8].
 - ``broken_gemm.onnx``: a Gemm whose C [4,16] does not broadcast to (M,N) = [1,16].
@@ -98,6 +101,18 @@ def block() -> onnx.ModelProto:
     return _model(nodes, inputs, outputs, inits, "block")
 
 
+def block_broken() -> onnx.ModelProto:
+    """The block with a beta of the wrong width and a mask over its own sequence symbol."""
+    model = block()
+    graph = model.graph
+    (beta,) = [t for t in graph.initializer if t.name == "beta"]
+    beta.CopyFrom(_const("beta", np.zeros(32, np.float32)))
+    (mask,) = [i for i in graph.input if i.name == "mask"]
+    mask.CopyFrom(_vi("mask", ["batch", 1, 1, "kv_seq"]))
+    graph.name = "block_broken"
+    return model
+
+
 def broken_add() -> onnx.ModelProto:
     nodes = [helper.make_node("Add", ["x", "y"], ["z"], name="residual_add")]
     return _model(nodes, [_vi("x", ["batch", "seq", 64]), _vi("y", ["seq", 32])], [_vi("z", None)])
@@ -182,6 +197,7 @@ def pdpd_subtract_ir(directory: Path) -> Path | None:
 
 MODELS = {
     "block.onnx": block,
+    "block_broken.onnx": block_broken,
     "broken_add.onnx": broken_add,
     "broken_prelu.onnx": broken_prelu,
     "broken_gemm.onnx": broken_gemm,

@@ -455,6 +455,15 @@ def test_example_models_build_and_check(tmp_path: Path):
         "size"
     }
     assert onnx.load(str(tmp_path / "block.onnx")).graph.name == "block"
+    broken = onnx.load(str(tmp_path / "block_broken.onnx"))
+    assert _ort_outcome(broken) == "fails"  # onnxruntime refuses the 64-vs-32 beta
+    findings = {f.node: f for f in check_graph(read_onnx(broken)).findings}
+    assert set(findings) == {"ln_beta", "attn_mask"}
+    beta, mask = findings["ln_beta"], findings["attn_mask"]
+    assert (beta.kind, beta.axis) == ("incompatible", 2)
+    assert "64 vs 32" in beta.reason
+    assert (mask.kind, mask.axis) == ("conditional", 3)
+    assert "kv_seq" in mask.reason and "seq" in mask.reason
 
 
 # -- Expand targets computed in the graph (ONNX data propagation) -----------------------------
