@@ -1,0 +1,80 @@
+"""Each optional part of bcast declares, in its extra, every library it imports.
+
+The README's first command installs ``bcast[onnx,onnxruntime,openvino]`` and nothing else;
+a library that only the ``test`` extra happens to bring would work in CI and fail there.
+The imports are read from the source (``ast``), the declarations from the installed
+package's metadata.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "bcast"
+# Imported names whose distribution has another name, or that come with a declared one.
+PROVIDED_BY = {"google": "onnx"}  # protobuf: a dependency of onnx
+
+
+def third_party_imports(paths: list[Path], *, module_level: bool = False) -> set[str]:
+    """The top-level names of the non-stdlib, non-bcast modules that ``paths`` import."""
+    found = set()
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body if module_level else ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in ("bcast", "__future__") and top not in sys.stdlib_module_names:
+                    found.add(PROVIDED_BY.get(top, top))
+    return found
+
+
+def declared(*extras: str) -> set[str]:
+    names = set()
+    for requirement in importlib.metadata.requires("bcast") or []:
+        name = re.match(r"[A-Za-z0-9_.\-]+", requirement)
+        assert name is not None
+        marker = requirement.partition(";")[2]
+        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
+        if extra is None or extra.group(1) in extras:
+            names.add(name.group(0).lower().replace("_", "-"))
+    return names
+
+
+@pytest.mark.parametrize(
+    ("subpackage", "extras"),
+    [
+        pytest.param("openvino", ("openvino",), id="openvino"),
+        pytest.param("onnx", ("onnx", "onnxruntime"), id="onnx"),
+        pytest.param("_dask.py", ("dask",), id="dask"),
+    ],
+)
+def test_an_optional_part_imports_only_what_its_extras_declare(
+    subpackage: str, extras: tuple[str, ...]
+) -> None:
+    part = SRC / subpackage
+    imports = third_party_imports(sorted(part.rglob("*.py")) if part.is_dir() else [part])
+    assert imports, "nothing found: the scan is broken"
+    missing = {name for name in imports if name.replace("_", "-") not in declared(*extras)}
+    assert not missing, f"bcast.{subpackage} imports {sorted(missing)}, not in {extras}"
+
+
+def test_the_core_imports_only_its_hard_dependencies() -> None:
+    # At module level: array-api-compat, Dask, JAX... are imported where an array of theirs
+    # arrives, inside functions.
+    core = sorted(p for p in SRC.glob("*.py") if p.name != "_dask.py")  # the dask extra's
+    imports = third_party_imports(core, module_level=True)
+    assert "numpy" in imports, "nothing found: the scan is broken"
+    missing = {n for n in imports if n.replace("_", "-") not in declared()}
+    assert not missing, f"the core imports {sorted(missing)}, not hard dependencies"
