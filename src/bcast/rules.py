@@ -170,8 +170,8 @@ def broadcast_shapes(
         else:
             found = _CACHE.get((shapes, mode, axis, axes_mapping))
             output = None if found is None else found.output
-    except TypeError:  # unhashable (lists)
-        output = None
+    except TypeError:  # unhashable (lists): nothing to look up or store, so no second try
+        return _plan(shapes, mode, axis, axes_mapping).output
     # `_cacheable`, inlined: this is the hot path of repeated calls (one call costs ~0.1 us).
     if output is not None and type(axis) is int and axes_mapping is None:
         for shape in shapes:
