@@ -198,7 +198,7 @@ def _plan(
     axes_mapping: Sequence[int] | None,
 ) -> Plan:
     if (
-        (mode_arg is Mode.NUMPY or mode_arg == "numpy")
+        (mode_arg is Mode.NUMPY or (type(mode_arg) is str and mode_arg == "numpy"))
         and type(axis) is int
         and axis == -1
         and axes_mapping is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pickle
 import re
 
+import numpy as np
 import pytest
 
 import bcast
@@ -77,9 +78,18 @@ def test_mode_names_are_case_sensitive() -> None:
         bcast.broadcast_shapes("[2]", "[2]", mode="NUMPY")
 
 
-def test_mode_of_the_wrong_type_is_a_type_error() -> None:
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param(3, id="int"),
+        # compares element-wise with "numpy": must not end in "truth value is ambiguous"
+        pytest.param(np.array(["numpy", "none"]), id="array"),
+    ],
+)
+@pytest.mark.parametrize("shapes", [("[2]", "[2]"), ((2,), (2,))], ids=["text", "ints"])
+def test_mode_of_the_wrong_type_is_a_type_error(mode: object, shapes: tuple[object, ...]) -> None:
     with pytest.raises(TypeError, match="mode must be a str"):
-        bcast.broadcast_shapes("[2]", "[2]", mode=3)  # type: ignore[arg-type]
+        bcast.broadcast_shapes(*shapes, mode=mode)  # type: ignore[arg-type]
 
 
 # -- axis --------------------------------------------------------------------------------
