@@ -206,8 +206,6 @@ _SCALAR = Shape._of_dims(())
 
 
 def _element(value: object, index: int) -> Dim:
-    if type(value) is int and 0 <= value < len(_SMALL_DIMS):
-        return _SMALL_DIMS[value]
     if isinstance(value, bool):
         raise TypeError(f"dimension {index} must be an int, not bool; got {value!r}")
     if isinstance(value, (list, tuple, set, dict, float)) or value is Ellipsis:
@@ -224,18 +222,28 @@ def _element(value: object, index: int) -> Dim:
         raise BroadcastError(f"dimension {index}: {reason}") from None
 
 
-def small_static(value: Sequence[object]) -> Shape | None:
+_INT_SHAPES: dict[tuple[object, ...], Shape] = {}
+_INT_SHAPES_SIZE = 4096
+
+
+def _small_static(value: Sequence[object]) -> Shape | None:
     """Build a shape of small plain ints from the shared dims, or None (take the full path).
 
     This is the hot path of cold `broadcast_shapes` calls; `type(d) is int` keeps bools out.
     """
     small = _SMALL_DIMS
-    dims = []
     for d in value:
         if type(d) is not int or not 0 <= d < len(small):
             return None
-        dims.append(small[d])
-    return Shape._of_dims(tuple(dims))
+    # Shared per tuple of (checked) ints: building a Shape costs more than finding one.
+    key = value if type(value) is tuple else tuple(value)
+    shape = _INT_SHAPES.get(key)
+    if shape is None:
+        shape = Shape._of_dims(tuple(small[d] for d in key))  # type: ignore[index]
+        if len(_INT_SHAPES) >= _INT_SHAPES_SIZE:
+            _INT_SHAPES.clear()  # O(1) amortised, like the rules' plan cache
+        _INT_SHAPES[key] = shape
+    return shape
 
 
 def as_shape(value: ShapeLike) -> Shape:
@@ -257,7 +265,7 @@ def as_shape(value: ShapeLike) -> Shape:
     if isinstance(value, str):
         return Shape.parse(value)
     if isinstance(value, (tuple, list)):
-        fast = small_static(value)
+        fast = _small_static(value)
         return Shape(value) if fast is None else fast
     if isinstance(value, (bytes, int, float, dict, set)) or value is None:
         hint = f" (write ({value},) for a rank-1 shape)" if isinstance(value, int) else ""

@@ -300,11 +300,12 @@ def test_two_operand_modes_reject_other_counts(mode: str, count: int) -> None:
 
 
 @given(operand_lists(), st.sampled_from([tuple, list]))
-def test_the_int_fast_path_builds_the_plan_the_general_rule_builds(
+def test_shapes_of_plain_ints_build_the_plan_that_shape_objects_build(
     shapes: list[Shape], kind: type
 ) -> None:
-    # Tuples and lists of plain ints take a fast path; Shape objects take the general rule.
-    # Both must give the same Plan (operands, output, alignment), or both the same error.
+    # Tuples and lists of plain ints become shared Shapes (bcast.shape._small_static, cached
+    # per tuple); Shape objects are taken as they are. Both must give the same Plan
+    # (operands, output, alignment), or both the same error.
     fast = general = None
     try:
         fast = bcast.rules._plan(tuple(kind(s) for s in shapes), "numpy", -1, None)
