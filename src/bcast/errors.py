@@ -119,11 +119,12 @@ def show_int(value: int) -> str:
     """
     if value.bit_length() <= 128:
         return str(value)
-    digits = len(str(abs(value))) if value.bit_length() < 10_000 else None
-    if digits is None:  # str() could fail: estimate from the bit length (exact to +-1)
-        digits = int(value.bit_length() * 0.30102999566398120) + 1
-        exact = 10 ** (digits - 1) <= abs(value)
-        digits = digits if exact else digits - 1
+    magnitude = abs(value)
+    # Digits from the bit length, without str(): floor(bits * log10(2)) + 1 is right or one
+    # too many.
+    digits = int(magnitude.bit_length() * 0.30102999566398120) + 1
+    if 10 ** (digits - 1) > magnitude:
+        digits -= 1
     sign = "a negative" if value < 0 else "an"
     return f"{sign} integer of {digits} digits"
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from bcast.dim import MAX_DIM
 from bcast.errors import BroadcastError, show_text
 from bcast.modes import ALIASES, Mode
 from bcast.shape import Shape
@@ -65,7 +66,6 @@ class AxesMappingText(_AxesParam):
 
     name = "axes"
     _INT = re.compile(r"-?[0-9]+")
-    _MAX_DIGITS = 19  # 2**63 - 1
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
@@ -84,10 +84,7 @@ class AxesMappingText(_AxesParam):
                 param,
                 ctx,
             )
-        for p in parts:
-            if len(p.lstrip("-").lstrip("0")) > self._MAX_DIGITS:  # int() refuses 4300+
-                self.fail(f"axis {show_text(p, 40)} is out of range (at most 2**63-1)", param, ctx)
-        return tuple(int(p) for p in parts)
+        return tuple(_checked_int(self, p, param, ctx) for p in parts)
 
 
 class AxisInt(click.ParamType):  # type: ignore[type-arg, unused-ignore]
@@ -102,9 +99,22 @@ class AxisInt(click.ParamType):  # type: ignore[type-arg, unused-ignore]
         text = str(value).strip()
         if not re.fullmatch(r"[+-]?[0-9]+", text):
             self.fail(f"{show_text(text, 40)} is not a valid integer", param, ctx)
-        if len(text.lstrip("+-").lstrip("0")) > 19:  # int() refuses 4300+ digits
-            self.fail(f"{show_text(text, 40)} is out of range (at most 2**63-1)", param, ctx)
-        return int(text)
+        return _checked_int(self, text, param, ctx)
+
+
+_MAX_DIGITS = len(str(MAX_DIM))
+
+
+def _checked_int(
+    kind: click.ParamType, text: str, param: click.Parameter | None, ctx: click.Context | None
+) -> int:
+    """Return ``int(text)`` for digits with a sign; past int64 is a usage error.
+
+    Checked before ``int()``, which refuses more than 4300 digits with a ValueError.
+    """
+    if len(text.lstrip("+-").lstrip("0")) > _MAX_DIGITS:
+        kind.fail(f"{show_text(text, 40)} is out of range (at most 2**63-1)", param, ctx)
+    return int(text)
 
 
 def _rule_options(command: _F) -> _F:
