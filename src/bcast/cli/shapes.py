@@ -36,8 +36,9 @@ MODE_NAMES: tuple[str, ...] = (*(m.value for m in Mode), *ALIASES)
 if TYPE_CHECKING:  # click 8.5 makes ParamType generic; older clicks cannot subscript it
     _ShapeParam = click.ParamType[Shape]
     _AxesParam = click.ParamType[tuple[int, ...]]
+    _IntParam = click.ParamType[int]
 else:
-    _ShapeParam = _AxesParam = click.ParamType
+    _ShapeParam = _AxesParam = _IntParam = click.ParamType
 
 
 class ShapeText(_ShapeParam):
@@ -87,7 +88,7 @@ class AxesMappingText(_AxesParam):
         return tuple(_checked_int(self, p, param, ctx) for p in parts)
 
 
-class AxisInt(click.ParamType):  # type: ignore[type-arg, unused-ignore]
+class AxisInt(_IntParam):
     """An ``--axis`` value: an integer; a malformed one is quoted shortened in the error."""
 
     name = "integer"
@@ -106,7 +107,7 @@ _MAX_DIGITS = len(str(MAX_DIM))
 
 
 def _checked_int(
-    kind: click.ParamType, text: str, param: click.Parameter | None, ctx: click.Context | None
+    kind: click.ParamType[Any], text: str, param: click.Parameter | None, ctx: click.Context | None
 ) -> int:
     """Return ``int(text)`` for digits with a sign; past int64 is a usage error.
 
