@@ -197,6 +197,17 @@ class Verification:
         """True when the model has broadcasting nodes but none was compared with a runtime."""
         return self.compared == 0 and bool(self.nodes or self.skipped)
 
+    def record(self, run: NodeRun) -> None:
+        """Keep ``run``; or, when a side ran out of memory, skip the node as too large.
+
+        Both sides "rejecting" a node they could not allocate is no agreement.
+        """
+        exhausted = out_of_memory(run)
+        if exhausted is None:
+            self.nodes.append(run)
+        else:
+            self.skip(run.node, run.op, Skip.TOO_LARGE, exhausted)
+
     def skip(self, node: str, op: str, kind: Skip, reason: str) -> None:
         """Record a node that is not run: in `skipped` and as a note."""
         skipped = Skipped(node, op, kind, reason)
