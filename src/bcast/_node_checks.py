@@ -15,7 +15,7 @@ from typing import Final
 
 from bcast.check import Finding, Graph, Node, Rule, Severity
 from bcast.dim import Dim
-from bcast.errors import BroadcastError, format_alignment
+from bcast.errors import BroadcastError, format_alignment, show_bytes
 from bcast.modes import Mode
 from bcast.rules import plan
 from bcast.shape import Shape
@@ -615,7 +615,7 @@ def _size_note(
     name = ctx.node.outputs[0] if ctx.node.outputs else ""
     item = ctx.graph.item_sizes.get(name)
     if item is not None:
-        count += f" ({_bytes(upper * item)})"
+        count += f" ({show_bytes(upper * item)})"
     ctx.add(
         Severity.WARNING,
         "size",
@@ -625,12 +625,3 @@ def _size_note(
         f"the broadcast output {out} has {count}, more than the limit of "
         f"{ctx.max_elements:,} (--max-elements)",
     )
-
-
-def _bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
-            return f"{value:.1f} {unit}" if unit != "B" else f"{n} B"
-        value /= 1024
-    return f"{n} B"

@@ -25,9 +25,8 @@ import numpy.typing as npt
 
 from bcast.check import Graph
 from bcast.dim import Dim
-from bcast.errors import BroadcastError
+from bcast.errors import BroadcastError, show_bytes
 from bcast.ops import get_memory_limit
-from bcast.ops._guard import _human
 from bcast.shape import Shape
 
 __all__ = [
@@ -347,8 +346,8 @@ def memory_problem(
     if limit is None or needed <= limit:
         return None
     return (
-        f"too large to run: about {needed} bytes ({_human(needed)}) of inputs, results and "
-        f"comparison, more than the memory limit of {limit} bytes ({_human(limit)}; see "
+        f"too large to run: about {needed} bytes ({show_bytes(needed)}) of inputs, results and "
+        f"comparison, more than the memory limit of {limit} bytes ({show_bytes(limit)}; see "
         "bcast.ops.set_memory_limit)"
     )
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from bcast.shape import Shape
 
-__all__ = ["BroadcastError", "format_alignment", "show_int", "show_ints", "show_text"]
+__all__ = ["BroadcastError", "format_alignment", "show_bytes", "show_int", "show_ints", "show_text"]
 
 
 class BroadcastError(ValueError):
@@ -127,6 +127,20 @@ def show_int(value: int) -> str:
         digits -= 1
     sign = "a negative" if value < 0 else "an"
     return f"{sign} integer of {digits} digits"
+
+
+def show_bytes(nbytes: int) -> str:
+    """Write a byte count for a message in binary units.
+
+    >>> show_bytes(512), show_bytes(3 * 2**30), show_bytes(2**60)
+    ('512 B', '3.0 GiB', '1024.0 PiB')
+    """
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.1f} {unit}" if unit != "B" else f"{nbytes} B"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def show_ints(values: Sequence[int], limit: int = 16) -> str:

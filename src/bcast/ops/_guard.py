@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
+from bcast.errors import show_bytes
+
 __all__ = ["MemoryLimitError", "check", "get_memory_limit", "memory_limit", "set_memory_limit"]
 
 # Results this small never read /proc/meminfo (a machine that cannot hold 16 MiB has other
@@ -70,18 +72,9 @@ class MemoryLimitError(MemoryError):
         shown = "[" + ",".join(str(d) for d in self.shape) + "]"
         return (
             f"{self.op}: the result {shown} {self.dtype} needs {self.nbytes} bytes "
-            f"({_human(self.nbytes)}), more than the memory limit of {self.limit} bytes "
-            f"({_human(self.limit)}); see bcast.ops.set_memory_limit"
+            f"({show_bytes(self.nbytes)}), more than the memory limit of {self.limit} bytes "
+            f"({show_bytes(self.limit)}); see bcast.ops.set_memory_limit"
         )
-
-
-def _human(nbytes: int) -> str:
-    value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
-            return f"{value:.1f} {unit}" if unit != "B" else f"{nbytes} B"
-        value /= 1024
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def available_memory() -> int | None:
