@@ -57,8 +57,6 @@ __all__ = ["Comparison", "NodeRun", "Result", "Verification", "verify_model"]
 
 _RULES: Final = frozenset({Rule.MULTIDIRECTIONAL, Rule.GEMM, Rule.PRELU, Rule.EXPAND})
 _POSITIVE_SECOND: Final = frozenset({"Div", "Pow", "Mod"})
-_UNCLASSIFIED: Final = frozenset({"BitShift", "StringConcat"})
-"""Operators with multidirectional broadcasting (ONNX spec) that bcast neither checks nor runs."""
 _MAX_TARGET: Final = 4096
 """An Expand target with more values (an output of that rank) is not read."""
 
@@ -116,13 +114,6 @@ def verify_model(
     tensors = _Tensors(_constant_tensors(model), folder, path)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     for index, node in enumerate(graph.nodes):
-        if (
-            node.rule is None
-            and node.op in _UNCLASSIFIED
-            and protos[index].domain in ("", "ai.onnx")
-        ):
-            outcome.skip(node.name, node.op, Skip.UNSUPPORTED, NO_OPERATOR)
-            continue
         if node.rule not in _RULES:
             continue
         if node.op not in SUPPORTED_OPS:
