@@ -571,6 +571,43 @@ def test_every_broadcasting_node_not_run_gets_a_note_and_nothing_verified_exits_
     assert "every runtime agrees" not in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("op", "opset", "inputs", "reason"),
+    [
+        pytest.param(
+            "LayerNormalization",
+            17,
+            [_vi("x", [2, 3, 4]), _vi("scale", [4]), _vi("bias", [4])],
+            "bcast.ops has no such operator",
+            id="layernorm",
+        ),
+        pytest.param(
+            "Add",
+            6,
+            [_vi("x", [2, 3]), _vi("scale", [2, 3])],
+            "legacy `broadcast` attribute",
+            id="add-opset-6",
+        ),
+    ],
+)
+def test_a_broadcasting_node_verify_cannot_run_is_noted_not_passed_over(
+    tmp_path, op, opset, inputs, reason
+):
+    # Both are broadcasting nodes for the checker (the reader gives them a rule); verify
+    # runs neither, and must say so rather than report "no broadcasting node".
+    node = helper.make_node(op, [i.name for i in inputs], ["y"], name="node")
+    graph = helper.make_graph([node], "g", inputs, [_vi("y", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    code, data = verify_json(str(path), "--runtime", "onnxruntime")
+    assert code == 2  # a broadcasting node, none verified
+    ((skipped),) = data["skipped"]
+    assert (skipped["node"], skipped["op"], skipped["kind"]) == ("node", op, "unsupported")
+    assert reason in skipped["reason"]
+
+
 def test_nodes_not_run_are_noted_beside_those_that_agree(tmp_path):
     path = _unsupported(tmp_path / "ops.onnx", with_add=True)
     code, data = verify_json(path, "--runtime", "onnxruntime")

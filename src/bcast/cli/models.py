@@ -395,7 +395,8 @@ def verify(
     attributes as written (a pdpd node without an axis: OpenVINO reads 0, bcast -1).
 
     A broadcasting node that cannot be run is skipped with a note: an operator bcast does
-    not implement (ONNX Mod, BitShift, the Bitwise ops, GreaterOrEqual, LessOrEqual), no
+    not implement (ONNX Mod, BitShift, the Bitwise ops, GreaterOrEqual, LessOrEqual,
+    LayerNormalization, RMSNormalization), the legacy `broadcast` attribute of opset 6, no
     concrete shapes, or inputs and outputs larger than the memory limit (the available
     memory; checked before any input is drawn). ONNX external data is read only from
     files inside the model's folder. A --dim whose name no dim of the model has is

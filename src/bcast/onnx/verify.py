@@ -57,6 +57,9 @@ __all__ = ["Comparison", "NodeRun", "Result", "Verification", "verify_model"]
 
 _RULES: Final = frozenset({Rule.MULTIDIRECTIONAL, Rule.GEMM, Rule.PRELU, Rule.EXPAND})
 _POSITIVE_SECOND: Final = frozenset({"Div", "Pow", "Mod"})
+_LEGACY: Final = (
+    "verify runs the broadcasting of opset 7 and later, not the legacy `broadcast` attribute"
+)
 _MAX_TARGET: Final = 4096
 """An Expand target with more values (an output of that rank) is not read."""
 
@@ -114,10 +117,13 @@ def verify_model(
     tensors = _Tensors(_constant_tensors(model), folder, path)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     for index, node in enumerate(graph.nodes):
-        if node.rule not in _RULES:
+        if node.rule is None:  # not a broadcasting node
             continue
         if node.op not in SUPPORTED_OPS:
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, NO_OPERATOR)
+            continue
+        if node.rule not in _RULES:  # Add & co. before opset 7: the `broadcast` attribute
+            outcome.skip(node.name, node.op, Skip.UNSUPPORTED, _LEGACY)
             continue
         operands = [shapes.get(name, Shape.dynamic()) if name else None for name in node.inputs]
         planned = _concrete(node, operands, tensors)
