@@ -18,7 +18,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "bcast"
 # Imported names whose distribution has another name, or that come with a declared one.
-PROVIDED_BY = {"google": "onnx"}  # protobuf: a dependency of onnx
+PROVIDED_BY = {"google": "onnx", "llvmlite": "numba"}  # dependencies of onnx, numba
 
 
 def third_party_imports(paths: list[Path], *, module_level: bool = False) -> set[str]:
@@ -58,6 +58,7 @@ def declared(*extras: str) -> set[str]:
         pytest.param("openvino", ("openvino",), id="openvino"),
         pytest.param("onnx", ("onnx", "onnxruntime"), id="onnx"),
         pytest.param("_dask.py", ("dask",), id="dask"),
+        pytest.param("_numba_kernels.py", ("fast",), id="fast"),
     ],
 )
 def test_an_optional_part_imports_only_what_its_extras_declare(
@@ -73,7 +74,8 @@ def test_an_optional_part_imports_only_what_its_extras_declare(
 def test_the_core_imports_only_its_hard_dependencies() -> None:
     # At module level: array-api-compat, Dask, JAX... are imported where an array of theirs
     # arrives, inside functions.
-    core = sorted(p for p in SRC.glob("*.py") if p.name != "_dask.py")  # the dask extra's
+    optional = ("_dask.py", "_numba_kernels.py")  # the dask and fast extras
+    core = sorted(p for p in SRC.glob("*.py") if p.name not in optional)
     imports = third_party_imports(core, module_level=True)
     assert "numpy" in imports, "nothing found: the scan is broken"
     missing = {n for n in imports if n.replace("_", "-") not in declared()}

@@ -14,6 +14,8 @@ values.
 
 from __future__ import annotations
 
+import functools
+import glob
 import itertools
 import os
 import threading
@@ -22,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
-__all__ = ["cores", "free_cores", "run_blocks"]
+__all__ = ["cache_bytes", "cores", "free_cores", "run_blocks"]
 
 _REFRESH_S: Final = 1.0
 
@@ -81,6 +83,23 @@ def free_cores() -> int:
                 _background = share * (os.cpu_count() or total_cores)
             _last = (now, ticks[0], ticks[1], own)
     return max(1, min(total_cores, round(total_cores - _background)))
+
+
+@functools.cache
+def cache_bytes() -> int:
+    """Return the size of the largest CPU cache (Linux sysfs), or 32 MiB where it is unknown."""
+    found = 0
+    for index in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            with open(index, encoding="ascii") as text:
+                value = text.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(value[-1:].upper(), 1)
+        digits = value.rstrip("KMGkmg")
+        if digits.isdigit():
+            found = max(found, int(digits) * scale)
+    return found or 32 << 20
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:

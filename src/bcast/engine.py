@@ -26,6 +26,7 @@ through `quiet_run`.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -35,7 +36,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from bcast import _layout, _parallel
+from bcast import _compiled, _layout, _parallel
 from bcast.arrays import aligned_view, is_dask_namespace, output_shape, shape_of
 from bcast.plans import Plan
 
@@ -76,6 +77,9 @@ class Kernel:
         Work per output element relative to an addition (for the threading threshold).
     passes : int
         How many times ``numpy`` walks its output (more than one: cache-sized blocks).
+    compiled : str or None
+        The operation of `bcast._compiled.OPERATIONS` that computes exactly what ``numpy``
+        does, for large work when numba is installed; None: NumPy only.
     """
 
     numpy: Callable[..., None]
@@ -87,6 +91,7 @@ class Kernel:
     prepare: Callable[..., tuple[Callable[..., None], list[Any]]] | None = None
     cost: float = 1.0
     passes: int = 1
+    compiled: str | None = None
 
 
 # -- settings ------------------------------------------------------------------------------
@@ -109,6 +114,12 @@ class Settings:
     max_tile_bytes : int
         Bytes that tiles of small operands may take, per call (and at most 1/32 of the
         output's).
+    compiled : bool
+        Run the kernels that have a compiled form (`bcast._compiled`) with it when numba is
+        installed (``BCAST_COMPILED=0`` turns it off as well).
+    stream_min_bytes : int or None
+        Outputs of at least this many bytes are written with streaming stores on the
+        compiled path; None: the size of the last-level cache.
     """
 
     threads: int | None = None
@@ -116,6 +127,8 @@ class Settings:
     block_bytes: int = 1 << 20
     blocks_per_thread: int = 4
     max_tile_bytes: int = 1 << 22
+    compiled: bool = True
+    stream_min_bytes: int | None = None
 
 
 _settings = Settings()
@@ -332,6 +345,8 @@ def _compute(kernel: Kernel, out: np.ndarray[Any, Any], views: list[Any]) -> Non
         return
     target, sources = arranged
     threads = _threads(work)
+    if _run_compiled(kernel, target, sources, threads, out.nbytes):
+        return
     if kernel.passes > 1:
         per_block = max(1, _settings.block_bytes // out.itemsize)
     else:
@@ -346,11 +361,48 @@ def _compute(kernel: Kernel, out: np.ndarray[Any, Any], views: list[Any]) -> Non
     _parallel.run_blocks(task, len(pieces), threads, _worker_setup(_layout.buffer_size(inner)))
 
 
+def _run_compiled(
+    kernel: Kernel,
+    target: np.ndarray[Any, Any],
+    sources: list[np.ndarray[Any, Any]],
+    threads: int,
+    nbytes: int,
+) -> bool:
+    """Compute on the compiled path when it applies (see `bcast._compiled`); tell if it did.
+
+    ``target`` and ``sources`` are the output and the operands as `bcast._layout.arrange`
+    left them; ``nbytes`` is the whole output's size (streaming stores above the cache's).
+    """
+    name = kernel.compiled
+    if name is None or not _settings.compiled or not _compiled.available():
+        return False
+    if not _compiled.accepts(name, target, sources):
+        return False
+    stream_min = _settings.stream_min_bytes
+    if stream_min is None:
+        stream_min = _parallel.cache_bytes()
+
+    def run_blocks(task: Callable[[int], None], count: int, threads: int) -> None:
+        _parallel.run_blocks(task, count, threads, contextlib.nullcontext)
+
+    return _compiled.run(
+        name,
+        target,
+        sources,
+        threads=threads,
+        blocks_per_thread=_settings.blocks_per_thread,
+        stream=nbytes >= stream_min,
+        run_blocks=run_blocks,
+    )
+
+
 def _copy_numpy(out: Any, x: Any) -> None:
     np.copyto(out, x)
 
 
-_COPY: Final = Kernel(_copy_numpy, lambda xp, x: xp.asarray(x, copy=True), single_pass=True)
+_COPY: Final = Kernel(
+    _copy_numpy, lambda xp, x: xp.asarray(x, copy=True), single_pass=True, compiled="copy"
+)
 
 
 def _allocate(op: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:

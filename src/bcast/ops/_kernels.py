@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-def _ufunc(numpy_name: str, array_api_name: str) -> Kernel:
+def _ufunc(numpy_name: str, array_api_name: str, compiled: str | None = None) -> Kernel:
     ufunc = getattr(np, numpy_name)
 
     def run_numpy(out: Any, a: Any, b: Any) -> None:
@@ -39,25 +39,25 @@ def _ufunc(numpy_name: str, array_api_name: str) -> Kernel:
     def run_generic(xp: Any, a: Any, b: Any) -> Any:
         return getattr(xp, array_api_name)(a, b)
 
-    return Kernel(run_numpy, run_generic, single_pass=True, ufunc=ufunc)
+    return Kernel(run_numpy, run_generic, single_pass=True, ufunc=ufunc, compiled=compiled)
 
 
 BINARY: Final[dict[str, Kernel]] = {
-    "add": _ufunc("add", "add"),
-    "sub": _ufunc("subtract", "subtract"),
-    "mul": _ufunc("multiply", "multiply"),
-    "equal": _ufunc("equal", "equal"),
-    "greater": _ufunc("greater", "greater"),
-    "less": _ufunc("less", "less"),
-    "and_": _ufunc("logical_and", "logical_and"),
-    "or_": _ufunc("logical_or", "logical_or"),
-    "xor": _ufunc("logical_xor", "logical_xor"),
+    "add": _ufunc("add", "add", "add"),
+    "sub": _ufunc("subtract", "subtract", "sub"),
+    "mul": _ufunc("multiply", "multiply", "mul"),
+    "equal": _ufunc("equal", "equal", "equal"),
+    "greater": _ufunc("greater", "greater", "greater"),
+    "less": _ufunc("less", "less", "less"),
+    "and_": _ufunc("logical_and", "logical_and", "and_"),
+    "or_": _ufunc("logical_or", "logical_or", "or_"),
+    "xor": _ufunc("logical_xor", "logical_xor", "xor"),
     "max": _ufunc("maximum", "maximum"),
     "min": _ufunc("minimum", "minimum"),
 }
 """The operators that are one ufunc of two operands with the output dtype of the table."""
 
-FLOAT_DIV: Final = _ufunc("divide", "divide")
+FLOAT_DIV: Final = _ufunc("divide", "divide", "div")
 
 
 # -- integer Div: truncation toward zero (ONNX Div: "truncating division") --------------------
@@ -308,7 +308,9 @@ def _where_prepare(dtype: Any, operands: list[Any]) -> tuple[Any, list[Any]]:
     return _where_bits, [np.broadcast_to(mask, condition.shape), x, y]
 
 
-WHERE: Final = Kernel(_where_numpy, _where_generic, prepare=_where_prepare, passes=3)
+WHERE: Final = Kernel(
+    _where_numpy, _where_generic, prepare=_where_prepare, passes=3, compiled="where"
+)
 
 
 def _prelu_numpy(out: Any, x: Any, slope: Any) -> None:
@@ -335,7 +337,7 @@ def _copy_generic(xp: Any, x: Any) -> Any:
     return x
 
 
-COPY: Final = Kernel(_copy_numpy, _copy_generic, single_pass=True)
+COPY: Final = Kernel(_copy_numpy, _copy_generic, single_pass=True, compiled="copy")
 """Materialise one operand at the output's shape (Expand, Broadcast): always a new array."""
 
 

@@ -1,0 +1,208 @@
+"""Compiled kernels for the engine's large NumPy work (optional: needs ``numba``).
+
+NumPy's ufunc loops are fast, but a broadcast operand costs them: an inner loop runs only as
+long as the output's contiguous run, Where is several passes, and every store into a fresh
+cache line first reads that line (read-for-ownership). This module compiles, with numba, one
+*row walker* per operation: it walks the output that `bcast._layout.arrange` re-viewed
+(memory order, merged axes, small operands tiled) row by row, takes each operand's row as a
+contiguous run (a slice of the operand, or a small buffer filled from a stretched or strided
+one), and runs one vectorised inner loop. Outputs larger than the caches are written with
+non-temporal (streaming) stores, which skip the read-for-ownership. The walker releases the
+GIL, so the engine's threads (`bcast._parallel`) run it on ranges of rows.
+
+Every operation here is exactly NumPy's, bit for bit: IEEE addition, subtraction,
+multiplication and division in the operands' own dtype (``error_model="numpy"``: 1/0 is
+inf), integers wrapping, comparisons, logical operators on booleans, and pure bit copies
+(Copy, Where on same-width unsigned views). The engine uses this path only for operands it
+accepts (`accepts`) and falls back to NumPy otherwise, and entirely when numba is missing
+or ``BCAST_COMPILED=0``.
+
+numba is imported on the first large call, not with ``bcast``
+(`bcast._numba_kernels` holds the numba code). Each operation and dtype is compiled on its
+first use on a machine (a few seconds) and cached on disk by numba for later processes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from bcast import _parallel
+
+__all__ = ["OPERATIONS", "accepts", "available", "run"]
+
+MAX_RANK: Final = 8
+"""Arranged outputs of higher rank (after merging) stay on NumPy's path."""
+
+_NUMERIC: Final = frozenset("?bBhHiIlLqQfd")  # numba's scalar types, by dtype.char
+_FLOAT: Final = frozenset("fd")
+_BITS: Final = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+OPERATIONS: Final[dict[str, str]] = {
+    "copy": "bits",
+    "where": "bits",
+    "add": "same",
+    "sub": "same",
+    "mul": "same",
+    "div": "float",
+    "equal": "compare",
+    "greater": "compare",
+    "less": "compare",
+    "and_": "bool",
+    "or_": "bool",
+    "xor": "bool",
+}
+"""The operations (their scalar functions: `bcast._numba_kernels.SCALARS`) and what their
+operands must be:
+
+- ``same``: every operand and the output of one numeric dtype; ``float``: likewise, floating;
+- ``compare``: two operands of one numeric dtype, a bool output; ``bool``: booleans only;
+- ``bits``: moved bit for bit, operands viewed as unsigned integers of the output's width.
+  Where's condition is the mask of `bcast.ops._kernels` (all ones where true) of that
+  unsigned type already: a select in bit arithmetic loads both values, which vectorises
+  (a branch, or a select of addresses, makes LLVM gather lane by lane).
+"""
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {}  # "kernels": bcast._numba_kernels, or None without numba
+
+
+def available() -> bool:
+    """Tell whether the compiled path can run (numba imports; ``BCAST_COMPILED`` is not 0)."""
+    if os.environ.get("BCAST_COMPILED", "").strip() == "0":
+        return False
+    if "kernels" not in _state:
+        with _lock:
+            if "kernels" not in _state:
+                try:
+                    from bcast import _numba_kernels
+                except ImportError:  # the optional extra is not installed: NumPy's path
+                    _state["kernels"] = None
+                else:
+                    _state["kernels"] = _numba_kernels
+    return _state["kernels"] is not None
+
+
+def _native(dtype: np.dtype[Any]) -> bool:
+    return dtype.isnative and not dtype.hasobject and dtype.fields is None
+
+
+def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
+    """Tell whether operation ``name`` can compute ``out`` from these operands exactly.
+
+    >>> import numpy as np
+    >>> f4 = np.zeros(3, np.float32)
+    >>> accepts("add", f4, [f4, f4]), accepts("add", f4, [f4, f4.astype(np.float64)])
+    (True, False)
+    >>> accepts("where", f4, [np.zeros(3, np.uint32), f4, f4]), accepts("div", f4.astype(int), [])
+    (True, False)
+    """
+    if name not in OPERATIONS:
+        return False
+    rule = OPERATIONS[name]
+    dtypes = [x.dtype for x in operands]
+    if not all(_native(d) for d in [out.dtype, *dtypes]):
+        return False
+    if rule == "bits":
+        width = _BITS.get(out.itemsize)
+        values = dtypes[1:] if name == "where" else dtypes
+        if name == "where" and dtypes[0] != width:
+            return False
+        return width is not None and all(d == out.dtype for d in values)
+    if len(dtypes) != 2 or dtypes[0] != dtypes[1]:
+        return False
+    char = dtypes[0].char
+    if rule == "compare":
+        return bool(out.dtype == np.bool_ and char in _NUMERIC)
+    if rule == "bool":
+        return bool(out.dtype == dtypes[0] == np.bool_)
+    if out.dtype != dtypes[0]:
+        return False
+    return char in (_FLOAT if rule == "float" else _NUMERIC - {"?"})
+
+
+def run(
+    name: str,
+    out: np.ndarray[Any, Any],
+    operands: list[np.ndarray[Any, Any]],
+    *,
+    threads: int,
+    blocks_per_thread: int,
+    stream: bool,
+    run_blocks: Callable[[Callable[[int], None], int, int], None],
+) -> bool:
+    """Compute operation ``name`` into ``out`` (both as `bcast._layout.arrange` left them).
+
+    ``out`` and the operands share one shape; the operands may be stretched (stride 0).
+    ``run_blocks(task, count, threads)`` runs ``task(i)`` for each block of rows. Returns
+    False, having written nothing, when the arrays do not fit the walker (a negative or
+    uneven stride, an output not contiguous in its inner axis, too many axes): the caller
+    then uses NumPy.
+    """
+    if OPERATIONS[name] == "bits":
+        width = _BITS[out.itemsize]
+        out = out.view(width)
+        operands = [x.view(width) for x in operands]
+    out, operands = _split_inner(out, operands, threads * blocks_per_thread)
+    rank = out.ndim
+    if rank > MAX_RANK or (rank and out.strides[-1] != out.itemsize):
+        return False
+    arrays: list[np.ndarray[Any, Any]] = []
+    shape = np.ones(MAX_RANK, np.int64)
+    strides = np.zeros((4, MAX_RANK), np.int64)
+    for k, a in enumerate((out, *operands)):
+        found = _flat(a)
+        if found is None:
+            return False
+        arrays.append(found[0])
+        strides[k, MAX_RANK - rank :] = found[1] if rank else 0
+    for k in range(len(arrays), 4):  # unused operands: the first again (loads optimised away)
+        arrays.append(arrays[1])
+        strides[k] = strides[1]
+    shape[MAX_RANK - rank :] = out.shape
+    rows = int(np.prod(shape[:-1]))
+    walk = _state["kernels"].walker(name, arrays)
+    ranges = _parallel.split(rows, threads * blocks_per_thread)
+
+    def task(i: int) -> None:
+        start, stop = ranges[i]
+        walk(*arrays, strides, shape, start, stop, stream)
+
+    run_blocks(task, len(ranges), threads)
+    return True
+
+
+def _split_inner(
+    out: np.ndarray[Any, Any], operands: list[np.ndarray[Any, Any]], parts: int
+) -> tuple[np.ndarray[Any, Any], list[np.ndarray[Any, Any]]]:
+    """Cut a long inner axis into rows when there are too few rows to share among threads."""
+    if out.ndim == 0 or np.prod(out.shape[:-1]) >= parts or out.shape[-1] < 2 * parts * 4096:
+        return out, operands
+    n = out.shape[-1]
+    fold = next((k for k in range(parts * 4, 1, -1) if n % k == 0), 1)
+    if fold == 1:
+        return out, operands
+
+    def cut(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        *outer, s = a.strides
+        return as_strided(
+            a, (*a.shape[:-1], fold, n // fold), (*outer, s * n // fold, s), writeable=a is out
+        )
+
+    return cut(out), [cut(x) for x in operands]
+
+
+def _flat(a: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], list[int]] | None:
+    """Return the 1-D run of memory ``a`` spans and its strides in elements (None: not so)."""
+    size = a.itemsize
+    if any(s < 0 or s % size for s in a.strides):
+        return None
+    span = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.strides, strict=True)) // size
+    flat = as_strided(a, (span if a.size else 0,), (size,), writeable=a.flags.writeable)
+    return flat, [s // size for s in a.strides]

@@ -1,0 +1,230 @@
+"""The compiled path (`bcast._compiled`, numba): exactly NumPy's results, or NumPy's path.
+
+Every comparison is against NumPy itself (the ufunc, ``np.where``, ``np.broadcast_to``),
+bit for bit, with the compiled path forced onto small arrays and checked to have run. No
+timings here (see ``benchmarks/``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bcast import _compiled, engine, ops
+
+pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
+
+# Every large-work path forced: compiled, split over 3 threads, streaming stores on.
+FORCED = {"threads": 3, "parallel_min": 1, "blocks_per_thread": 3, "stream_min_bytes": 0}
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
+    """Record (operation, whether it ran) for each call of `bcast._compiled.run`."""
+    seen: list[tuple[str, bool]] = []
+    real = _compiled.run
+
+    def spy(name: str, *args: Any, **kwargs: Any) -> bool:
+        done = real(name, *args, **kwargs)
+        seen.append((name, done))
+        return done
+
+    monkeypatch.setattr(_compiled, "run", spy)
+    yield seen
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.shape == want.shape
+    assert got.dtype == want.dtype
+    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    values = rng.standard_normal(shape).astype(dtype) * dtype.type(1e3)
+    flat = values.reshape(-1)
+    flat[::7] = 0  # zeros: x/0 is inf or nan, 0 == -0
+    flat[3::11] = np.nan
+    flat[5::13] = -np.inf
+    return values
+
+
+BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], list[str]]] = {
+    "add": (ops.add, np.add, ["float32", "float64", "int8", "int32", "uint64"]),
+    "sub": (ops.sub, np.subtract, ["float32", "int64", "uint16"]),
+    "mul": (ops.mul, np.multiply, ["float64", "int16", "uint32"]),
+    "div": (ops.div, np.divide, ["float32", "float64"]),
+    "equal": (ops.equal, np.equal, ["float32", "int32", "bool"]),
+    "greater": (ops.greater, np.greater, ["float64", "uint8"]),
+    "less": (ops.less, np.less, ["float32", "int64"]),
+    "and_": (ops.and_, np.logical_and, ["bool"]),
+    "or_": (ops.or_, np.logical_or, ["bool"]),
+    "xor": (ops.xor, np.logical_xor, ["bool"]),
+}
+CASES = [(op, dtype) for op, (_, _, dtypes) in BINARY.items() for dtype in dtypes]
+
+# (a, b): stretched inner axes on either side, outer products, mid-rank, short rows (tiled),
+# one long row (cut into rows for the threads), odd lengths (unaligned streaming runs)
+SHAPES = [
+    ((9, 1, 37), (1, 5, 37)),
+    ((40, 1), (1, 50)),
+    ((6, 1, 12, 10), (1, 5, 1, 10)),
+    ((300, 7), (7,)),
+    ((3, 133), (3, 1)),
+    ((100_003,), (1,)),
+    ((4, 2, 3, 2, 5, 2), (2, 1, 2, 1, 2)),
+]
+
+
+@pytest.mark.parametrize(("op", "dtype"), CASES)
+def test_binary_operations_match_numpy_bit_for_bit(
+    op: str, dtype: str, calls: list[tuple[str, bool]]
+) -> None:
+    ours, theirs, _ = BINARY[op]
+    rng = np.random.default_rng(1)
+    for a_shape, b_shape in SHAPES:
+        a, b = _values(rng, a_shape, dtype), _values(rng, b_shape, dtype)
+        with np.errstate(all="ignore"):
+            want = theirs(a, b)
+        with engine.settings(**FORCED):
+            got = ours(a, b)
+        same_bits(got, want)
+    assert calls and all(done for _, done in calls)
+    assert {name for name, _ in calls} == {op}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint16", "bool", "float16"])
+def test_where_matches_numpy_bit_for_bit(dtype: str, calls: list[tuple[str, bool]]) -> None:
+    rng = np.random.default_rng(2)
+    shapes = [((1, 40, 33), (6, 1, 33), (6, 40, 1)), ((70, 1), (1, 90), ()), ((5003,), (1,), ())]
+    for c_shape, x_shape, y_shape in shapes:
+        condition = rng.random(c_shape) < 0.5
+        x, y = _values(rng, x_shape, dtype), _values(rng, y_shape, dtype)
+        with engine.settings(**FORCED):
+            got = ops.where(condition, x, y)
+        same_bits(got, np.where(condition, x, y))
+    assert calls and all(done for name, done in calls if name == "where")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "uint8", "complex64"])
+def test_expand_matches_numpy_bit_for_bit(dtype: str, calls: list[tuple[str, bool]]) -> None:
+    rng = np.random.default_rng(3)
+    for shape, target in [((33,), (7, 5, 33)), ((4, 1), (4, 1001)), ((1,), (3, 1, 257))]:
+        x = _values(rng, shape, "float32" if dtype == "complex64" else dtype).astype(dtype)
+        with engine.settings(**FORCED):
+            got = ops.expand(x, target)
+        same_bits(got, np.broadcast_to(x, np.broadcast_shapes(shape, target)))
+    assert calls and all(done for _, done in calls)  # complex64: 8-byte words
+
+
+def test_streaming_into_unaligned_outputs(calls: list[tuple[str, bool]]) -> None:
+    # out= views starting at every offset of a cache line, rows of lengths around a line
+    rng = np.random.default_rng(4)
+    buffer = np.zeros(64 * 100 + 64, np.float32)
+    for offset in range(0, 17):
+        for n in (15, 16, 17, 31, 48, 95):
+            out = buffer[offset : offset + 5 * n].reshape(5, n)
+            a, b = _values(rng, (5, 1), "float32"), _values(rng, (n,), "float32")
+            with engine.settings(**FORCED):
+                ops.add(a, b, out=out)
+            same_bits(out, np.add(a, b))
+    assert calls and all(done for _, done in calls)
+
+
+def test_plain_stores_below_the_streaming_size(calls: list[tuple[str, bool]]) -> None:
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)  # above the tiny path's size
+    with engine.settings(**{**FORCED, "stream_min_bytes": 1 << 40}):
+        same_bits(ops.sub(a, b), a - b)
+    assert calls == [("sub", True)]
+
+
+def test_layouts_the_walker_takes(calls: list[tuple[str, bool]]) -> None:
+    rng = np.random.default_rng(5)
+    a = _values(rng, (30, 40), "float64")
+    b = _values(rng, (40, 30), "float64").T  # a strided inner axis: gathered into a row
+    out_f = np.empty((30, 40), order="F")  # out in Fortran order: walked in its own order
+    with np.errstate(all="ignore"):
+        want = a * b  # 0 * inf is nan
+    with engine.settings(**FORCED):
+        same_bits(ops.mul(a, b), want)
+        ops.mul(a, b, out=out_f)
+        same_bits(out_f, want)
+        in_place = a.copy()
+        ops.add(in_place, b, out=in_place)  # out is an operand
+    same_bits(in_place, a + b)
+    assert calls and all(done for _, done in calls)
+
+
+def test_layouts_left_to_numpy(calls: list[tuple[str, bool]]) -> None:
+    rng = np.random.default_rng(6)
+    a = _values(rng, (20, 30), "float32")
+    b = _values(rng, (30,), "float32")[::-1]  # a negative stride
+    out = np.zeros((20, 60), np.float32)[:, ::2]  # out not contiguous in its inner axis
+    with engine.settings(**FORCED):
+        same_bits(ops.add(a, b), a + b)
+        ops.add(a, b[::-1].copy(), out=out)
+    same_bits(out, a + b[::-1])
+    assert [done for _, done in calls] == [False, False]
+
+
+def test_operands_numba_cannot_take_use_numpy(calls: list[tuple[str, bool]]) -> None:
+    # all above the tiny path's size, so that they reach the engine
+    a16 = np.arange(6000, dtype=np.float16).reshape(60, 100)
+    swapped = np.arange(6000, dtype=">f4")  # another byte order
+    integer = np.arange(1, 6001, dtype=np.int32).reshape(60, 100)
+    with engine.settings(**FORCED):
+        same_bits(ops.add(a16, a16[0]), a16 + a16[0])
+        got = ops.add(swapped, swapped)
+        same_bits(ops.div(integer, integer[:1]), integer // integer[:1])
+    assert got.dtype == swapped.dtype and np.array_equal(got, swapped + swapped)
+    assert calls == []  # turned down before arranging: accepts() said no
+
+
+def test_without_numba_the_numpy_path_computes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(_compiled._state, "kernels", None)
+    assert not _compiled.available()
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)
+    with engine.settings(**FORCED):
+        same_bits(ops.add(a, b), a + b)
+
+
+def test_off_switches(monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]) -> None:
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)
+    with engine.settings(**FORCED, compiled=False):
+        same_bits(ops.add(a, b), a + b)
+    monkeypatch.setenv("BCAST_COMPILED", "0")
+    assert not _compiled.available()
+    with engine.settings(**FORCED):
+        same_bits(ops.add(a, b), a + b)
+    assert calls == []
+
+
+def test_importing_bcast_does_not_import_numba() -> None:
+    code = "import sys, bcast, bcast.ops; print('numba' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+def test_accepts_names_the_exact_cases() -> None:
+    f4, f8 = np.zeros(2, np.float32), np.zeros(2, np.float64)
+    boolean, mask = np.zeros(2, bool), np.zeros(2, np.uint32)
+    assert _compiled.accepts("div", f4, [f4, f4])
+    assert not _compiled.accepts("div", f4.astype(np.int32), [f4.astype(np.int32)] * 2)
+    assert not _compiled.accepts("add", f8, [f4, f8])  # mixed dtypes: NumPy's casting
+    assert _compiled.accepts("less", boolean, [f8, f8])
+    assert not _compiled.accepts("less", f8, [f8, f8])
+    assert _compiled.accepts("where", f4, [mask, f4, f4])
+    assert not _compiled.accepts("where", f4, [boolean, f4, f4])  # the mask, not the bools
+    assert not _compiled.accepts("max", f4, [f4, f4])  # not an operation of the table
+    assert not _compiled.accepts("copy", np.zeros(2, "U3"), [np.zeros(2, "U3")])
