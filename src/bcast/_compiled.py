@@ -51,6 +51,7 @@ OPERATIONS: Final[dict[str, str]] = {
     "sub": "same",
     "mul": "same",
     "div": "float",
+    "pow": "float32",
     "equal": "compare",
     "greater": "compare",
     "less": "compare",
@@ -62,6 +63,7 @@ OPERATIONS: Final[dict[str, str]] = {
 operands must be:
 
 - ``same``: every operand and the output of one numeric dtype; ``float``: likewise, floating;
+  ``float32``: likewise, float32 (Pow: within a unit in the last place of NumPy's powf);
 - ``compare``: two operands of one numeric dtype, a bool output; ``bool``: booleans only;
 - ``bits``: moved bit for bit, operands viewed as unsigned integers of the output's width.
   Where's condition is the mask of `bcast.ops._kernels` (all ones where true) of that
@@ -124,7 +126,8 @@ def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
         return bool(out.dtype == dtypes[0] == np.bool_)
     if out.dtype != dtypes[0]:
         return False
-    return char in (_FLOAT if rule == "float" else _NUMERIC - {"?"})
+    allowed = {"float": _FLOAT, "float32": {"f"}}.get(rule, _NUMERIC - {"?"})
+    return char in allowed
 
 
 def run(
@@ -142,8 +145,8 @@ def run(
     ``out`` and the operands share one shape; the operands may be stretched (stride 0).
     ``run_blocks(task, count, threads)`` runs ``task(i)`` for each block of rows. Returns
     False, having written nothing, when the arrays do not fit the walker (a negative or
-    uneven stride, an output not contiguous in its inner axis, too many axes): the caller
-    then uses NumPy.
+    uneven stride, an output not contiguous in its inner axis, too many axes) or numba
+    cannot compile it: the caller then uses NumPy.
     """
     if OPERATIONS[name] == "bits":
         width = _BITS[out.itemsize]
@@ -168,6 +171,8 @@ def run(
     shape[MAX_RANK - rank :] = out.shape
     rows = int(np.prod(shape[:-1]))
     walk = _state["kernels"].walker(name, arrays)
+    if walk is None:  # numba could not compile it (warned once)
+        return False
     ranges = _parallel.split(rows, threads * blocks_per_thread)
 
     def task(i: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -228,3 +229,78 @@ def test_accepts_names_the_exact_cases() -> None:
     assert not _compiled.accepts("where", f4, [boolean, f4, f4])  # the mask, not the bools
     assert not _compiled.accepts("max", f4, [f4, f4])  # not an operation of the table
     assert not _compiled.accepts("copy", np.zeros(2, "U3"), [np.zeros(2, "U3")])
+
+
+def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Distance in units in the last place between float32 arrays (finite, same sign)."""
+    return np.abs(got.view(np.int32).astype(np.int64) - want.view(np.int32).astype(np.int64))
+
+
+def test_pow_float32_within_one_ulp_of_numpy(calls: list[tuple[str, bool]]) -> None:
+    # The compiled Pow evaluates 2 ** (y log2 x) in float64 and rounds once; NumPy calls
+    # powf. Bases over many octaves, exponents from -40 to 40: results from subnormal to inf.
+    rng = np.random.default_rng(8)
+    base = np.exp2(rng.uniform(-30, 30, (64, 257))).astype(np.float32)
+    exponent = rng.uniform(-40, 40, (257,)).astype(np.float32)
+    with engine.settings(**FORCED):
+        got = ops.pow(base, exponent)
+    with np.errstate(over="ignore"):
+        want = np.power(base, exponent)
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    assert finite.mean() > 0.5 and (want[finite] < np.finfo(np.float32).tiny).any()
+    assert _ulps(got[finite], want[finite]).max() <= 1
+    assert calls and all(done for _, done in calls)
+
+
+def test_pow_special_operands_take_powf_exactly(calls: list[tuple[str, bool]]) -> None:
+    specials = np.array(
+        [0.0, -0.0, -2.0, -0.5, 1e-45, -1e-45, 1e-40, np.inf, -np.inf, np.nan, 1.0, 2.0, 0.75],
+        np.float32,
+    )
+    exponents = np.array(
+        [0.0, -0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5, 1e10, -1e10, np.inf, -np.inf, np.nan],
+        np.float32,
+    )
+    base = np.tile(specials, 400).reshape(-1, 1)  # 5200 x 14: above the tiny path's size
+    with engine.settings(**FORCED), np.errstate(all="ignore"):
+        got = ops.pow(base, exponents)
+        want = np.power(base, exponents)
+    special = (base <= np.float32(1e-38)) | ~np.isfinite(base) | ~np.isfinite(exponents)
+    same_bits(got[np.broadcast_to(special, got.shape)], want[np.broadcast_to(special, got.shape)])
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    normal = np.isfinite(want) & ~special
+    assert _ulps(got[normal], want[normal]).max() <= 1
+    assert calls and all(done for _, done in calls)
+
+
+def test_pow_other_dtypes_stay_on_numpy(calls: list[tuple[str, bool]]) -> None:
+    rng = np.random.default_rng(9)
+    base = rng.uniform(0.5, 2, (60, 100))
+    with engine.settings(**FORCED):
+        same_bits(ops.pow(base, base[0]), np.power(base, base[0]))  # float64
+        base32 = base.astype(np.float32)
+        same_bits(ops.pow(base32, base[0]), np.power(base32, base[0]).astype(np.float32))
+    assert calls == []
+
+
+def test_a_kernel_numba_cannot_compile_warns_once_and_numpy_computes(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> None:
+    from numba.core.errors import TypingError
+
+    from bcast import _numba_kernels
+
+    def refuse(signature: Any) -> Any:
+        raise TypingError("no implementation\nmore lines")
+
+    monkeypatch.setattr(_numba_kernels.walk, "compile", refuse)
+    monkeypatch.setattr(_numba_kernels, "_entries", {})
+    a, b = np.arange(6000, dtype=np.int16).reshape(60, 100), np.arange(100, dtype=np.int16)
+    with engine.settings(**FORCED):
+        with pytest.warns(RuntimeWarning, match=r"could not compile sub for int16.*NumPy"):
+            same_bits(ops.sub(a, b), a - b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # once: the refusal is remembered
+            same_bits(ops.sub(b, a), b - a)
+    assert calls == [("sub", False), ("sub", False)]

@@ -133,7 +133,12 @@ def _float_pow_generic(xp: Any, a: Any, b: Any) -> Any:
 
 
 FLOAT_POW: Final = Kernel(
-    _float_pow_numpy, _float_pow_generic, single_pass=True, ufunc=np.power, cost=16.0
+    _float_pow_numpy,
+    _float_pow_generic,
+    single_pass=True,
+    ufunc=np.power,
+    cost=16.0,
+    compiled="pow",  # float32 ** float32 only, within one unit in the last place of powf
 )
 """``ufunc`` serves operands of one dtype only, which is all the tiny path takes."""
 
