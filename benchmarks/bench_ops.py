@@ -469,7 +469,7 @@ BUILDERS = [
 
 def library_versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {}
-    for mod in ["bcast", "numpy", "numexpr", "onnxruntime", "openvino", "torch"]:
+    for mod in ["bcast", "numpy", "numba", "numexpr", "onnxruntime", "openvino", "torch"]:
         try:
             m = importlib.import_module(mod)
             v = getattr(m, "__version__", None)
@@ -478,6 +478,10 @@ def library_versions() -> dict[str, str | None]:
             out[mod] = str(v)
         except ImportError:
             out[mod] = None
+    from bcast import _compiled
+
+    # which path bcast's large work took in this run (numba missing, or BCAST_COMPILED=0)
+    out["bcast kernels"] = "compiled (numba)" if _compiled.available() else "NumPy"
     return out
 
 

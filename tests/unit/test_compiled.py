@@ -75,14 +75,15 @@ BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], list[str]]] = {
 CASES = [(op, dtype) for op, (_, _, dtypes) in BINARY.items() for dtype in dtypes]
 
 # (a, b): stretched inner axes on either side, outer products, mid-rank, short rows (tiled),
-# one long row (cut into rows for the threads), odd lengths (unaligned streaming runs)
+# one long row, odd lengths (unaligned streaming runs)
 SHAPES = [
     ((9, 1, 37), (1, 5, 37)),
     ((40, 1), (1, 50)),
     ((6, 1, 12, 10), (1, 5, 1, 10)),
     ((300, 7), (7,)),
     ((3, 133), (3, 1)),
-    ((100_003,), (1,)),
+    ((100_003,), (1,)),  # a prime length: one row, not cut
+    ((120_000,), (120_000,)),  # one long row, cut into rows for the threads
     ((4, 2, 3, 2, 5, 2), (2, 1, 2, 1, 2)),
 ]
 
