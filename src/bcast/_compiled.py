@@ -65,10 +65,8 @@ operands must be:
 - ``same``: every operand and the output of one numeric dtype; ``float``: likewise, floating;
   ``float32``: likewise, float32 (Pow: within a unit in the last place of NumPy's powf);
 - ``compare``: two operands of one numeric dtype, a bool output; ``bool``: booleans only;
-- ``bits``: moved bit for bit, operands viewed as unsigned integers of the output's width.
-  Where's condition is the mask of `bcast.ops._kernels` (all ones where true) of that
-  unsigned type already: a select in bit arithmetic loads both values, which vectorises
-  (a branch, or a select of addresses, makes LLVM gather lane by lane).
+- ``bits``: moved bit for bit, operands viewed as unsigned integers of the output's width
+  (Where's condition stays bool; its select is bit arithmetic).
 """
 
 _lock = threading.Lock()
@@ -102,7 +100,7 @@ def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
     >>> f4 = np.zeros(3, np.float32)
     >>> accepts("add", f4, [f4, f4]), accepts("add", f4, [f4, f4.astype(np.float64)])
     (True, False)
-    >>> accepts("where", f4, [np.zeros(3, np.uint32), f4, f4]), accepts("div", f4.astype(int), [])
+    >>> accepts("where", f4, [np.zeros(3, bool), f4, f4]), accepts("div", f4.astype(int), [])
     (True, False)
     """
     if name not in OPERATIONS:
@@ -112,11 +110,10 @@ def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
     if not all(_native(d) for d in [out.dtype, *dtypes]):
         return False
     if rule == "bits":
-        width = _BITS.get(out.itemsize)
         values = dtypes[1:] if name == "where" else dtypes
-        if name == "where" and dtypes[0] != width:
+        if name == "where" and dtypes[0] != np.bool_:
             return False
-        return width is not None and all(d == out.dtype for d in values)
+        return out.itemsize in _BITS and all(d == out.dtype for d in values)
     if len(dtypes) != 2 or dtypes[0] != dtypes[1]:
         return False
     char = dtypes[0].char
@@ -151,7 +148,8 @@ def run(
     if OPERATIONS[name] == "bits":
         width = _BITS[out.itemsize]
         out = out.view(width)
-        operands = [x.view(width) for x in operands]
+        operands = [x if x.dtype == np.bool_ else x.view(width) for x in operands]
+    stream = stream and out.flags.aligned  # streaming runs must start ALIGN-aligned
     out, operands = _split_inner(out, operands, threads * blocks_per_thread)
     rank = out.ndim
     if rank > MAX_RANK or (rank and out.strides[-1] != out.itemsize):

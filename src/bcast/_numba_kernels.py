@@ -32,7 +32,10 @@ def _copy(x: Any, y: Any, z: Any) -> Any:
 
 
 def _select(x: Any, y: Any, z: Any) -> Any:
-    return z ^ ((y ^ z) & x)  # x: all ones where the condition holds, else 0
+    # x: the condition (bool); -uint64(x) is all ones where it holds. Bit arithmetic loads
+    # both values, which vectorises (a branch, or a select of addresses, makes LLVM gather
+    # lane by lane); the store keeps the low bits, the value's own width.
+    return z ^ ((y ^ z) & -np.uint64(x))
 
 
 def _add(x: Any, y: Any, z: Any) -> Any:
@@ -161,7 +164,7 @@ def _pow(x: Any, y: Any, z: Any) -> Any:
     high = mantissa_bits > _SQRT2_MANTISSA  # fold 1.m into [sqrt(1/2), sqrt(2))
     exponent = np.float64(np.int32((bits >> 23) - 127 + high))
     mantissa = np.float64(np.int32(mantissa_bits)) * 2.0**-23 + 1.0
-    mantissa = mantissa * 0.5 if high else mantissa
+    mantissa = mantissa * (1.0 - 0.5 * high)  # halved when high (exact; no branch)
     s = (mantissa - 1.0) / (mantissa + 1.0)  # log(m) = 2 atanh(s)
     s2 = s * s
     series = _estrin(s2, _LOG_TERMS)
@@ -315,6 +318,9 @@ def _streamed_row(
     align = np.uint64(ALIGN)
     size = np.uint64(o.itemsize)
     address = np.uint64(o.ctypes.data) + oo * size
+    if address % size != 0:  # elements off their natural alignment never reach ALIGN
+        _row(op, o, oo, x, xo, y, yo, z, zo, n)
+        return
     head = min((align - address % align) % align // size, n)
     step = align // size
     body = head + (n - head) // step * step
@@ -422,13 +428,14 @@ def walker(name: str, arrays: list[np.ndarray[Any, Any]]) -> Any:
     (milliseconds). ``compile`` reads numba's disk cache before compiling. None, with a
     warning the first time, where numba cannot compile it: the engine then uses NumPy.
     """
-    key = (name, *(typeof(a) for a in arrays))
+    # what numba's type of these 1-D contiguous runs depends on (typeof itself: 15 us each)
+    key = (name, *((a.dtype, a.flags.writeable, a.flags.aligned) for a in arrays))
     entry = _entries.get(key, False)
     if entry is False:
         with _lock:
             entry = _entries.get(key, False)
             if entry is False:
-                entry = _entries[key] = _compile(name, key[1:])
+                entry = _entries[key] = _compile(name, tuple(typeof(a) for a in arrays))
     return entry
 
 

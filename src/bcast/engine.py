@@ -336,6 +336,9 @@ def _compute(kernel: Kernel, out: np.ndarray[Any, Any], views: list[Any]) -> Non
         return
     if kernel.precheck is not None:
         _quietly(kernel.precheck, out, *views)
+    threads = _threads(work)
+    if _run_compiled(kernel, out, views, threads):
+        return
     fn, operands = (kernel.numpy, views)
     if kernel.prepare is not None:
         fn, operands = _quietly(kernel.prepare, out.dtype, views)
@@ -344,9 +347,6 @@ def _compute(kernel: Kernel, out: np.ndarray[Any, Any], views: list[Any]) -> Non
         _quietly(fn, out, *operands)
         return
     target, sources = arranged
-    threads = _threads(work)
-    if _run_compiled(kernel, target, sources, threads, out.nbytes):
-        return
     if kernel.passes > 1:
         per_block = max(1, _settings.block_bytes // out.itemsize)
     else:
@@ -362,21 +362,20 @@ def _compute(kernel: Kernel, out: np.ndarray[Any, Any], views: list[Any]) -> Non
 
 
 def _run_compiled(
-    kernel: Kernel,
-    target: np.ndarray[Any, Any],
-    sources: list[np.ndarray[Any, Any]],
-    threads: int,
-    nbytes: int,
+    kernel: Kernel, out: np.ndarray[Any, Any], views: list[Any], threads: int
 ) -> bool:
     """Compute on the compiled path when it applies (see `bcast._compiled`); tell if it did.
 
-    ``target`` and ``sources`` are the output and the operands as `bcast._layout.arrange`
-    left them; ``nbytes`` is the whole output's size (streaming stores above the cache's).
+    It takes the operands as they are (no ``prepare``: Where reads its condition as bool)
+    and walks them as `bcast._layout.arrange` re-views them.
     """
     name = kernel.compiled
     if name is None or not _settings.compiled or not _compiled.available():
         return False
-    if not _compiled.accepts(name, target, sources):
+    if not _compiled.accepts(name, out, views):
+        return False
+    arranged = _layout.arrange(out, views, max_tile_bytes=_settings.max_tile_bytes)
+    if arranged is None:
         return False
     stream_min = _settings.stream_min_bytes
     if stream_min is None:
@@ -387,11 +386,10 @@ def _run_compiled(
 
     return _compiled.run(
         name,
-        target,
-        sources,
+        *arranged,
         threads=threads,
         blocks_per_thread=_settings.blocks_per_thread,
-        stream=nbytes >= stream_min,
+        stream=out.nbytes >= stream_min,
         run_blocks=run_blocks,
     )
 

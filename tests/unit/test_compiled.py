@@ -226,8 +226,8 @@ def test_accepts_names_the_exact_cases() -> None:
     assert not _compiled.accepts("add", f8, [f4, f8])  # mixed dtypes: NumPy's casting
     assert _compiled.accepts("less", boolean, [f8, f8])
     assert not _compiled.accepts("less", f8, [f8, f8])
-    assert _compiled.accepts("where", f4, [mask, f4, f4])
-    assert not _compiled.accepts("where", f4, [boolean, f4, f4])  # the mask, not the bools
+    assert _compiled.accepts("where", f4, [boolean, f4, f4])
+    assert not _compiled.accepts("where", f4, [mask, f4, f4])  # a condition is bool
     assert not _compiled.accepts("max", f4, [f4, f4])  # not an operation of the table
     assert not _compiled.accepts("copy", np.zeros(2, "U3"), [np.zeros(2, "U3")])
 
@@ -305,3 +305,34 @@ def test_a_kernel_numba_cannot_compile_warns_once_and_numpy_computes(
             warnings.simplefilter("error")  # once: the refusal is remembered
             same_bits(ops.sub(b, a), b - a)
     assert calls == [("sub", False), ("sub", False)]
+
+
+def test_misaligned_arrays(calls: list[tuple[str, bool]]) -> None:
+    # float32 views one byte into a buffer: numba types them apart from aligned ones
+    raw = np.zeros(4 * 6000 + 1, np.uint8)
+    a = raw[1:].view(np.float32).reshape(60, 100)
+    a[...] = np.arange(6000, dtype=np.float32).reshape(60, 100)
+    out_raw = np.zeros(4 * 6000 + 1, np.uint8)
+    out = out_raw[1:].view(np.float32).reshape(60, 100)
+    assert not a.flags.aligned and not out.flags.aligned
+    with engine.settings(**FORCED):
+        same_bits(ops.add(a, a[0]), a + a[0])  # aligned out, misaligned operands
+        ops.mul(a, a[:, :1], out=out)  # misaligned out
+    same_bits(out, a * a[:, :1])
+    assert [done for _, done in calls] == [True, True]
+
+
+def test_the_walker_never_streams_where_it_cannot_align() -> None:
+    # called directly, streaming asked for, into float32 elements one byte off alignment:
+    # aligned vector streaming stores there would fault
+    from bcast import _numba_kernels
+
+    assert _compiled.available()
+    out = np.zeros(4 * 4099 + 1, np.uint8)[1:].view(np.float32)
+    x = np.arange(4099, dtype=np.float32)
+    x.flags.writeable = False
+    walk = _numba_kernels.walker("add", [out, x, x, x])
+    strides = np.zeros((4, 2), np.int64)
+    strides[:, 1] = 1
+    walk(out, x, x, x, strides, np.array([1, 4099], np.int64), 0, 1, True)
+    same_bits(out, x + x)
