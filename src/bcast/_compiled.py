@@ -5,17 +5,19 @@ long as the output's contiguous run, Where is several passes, and every store in
 cache line first reads that line (read-for-ownership). This module compiles, with numba, one
 *row walker* per operation: it walks the output that `bcast._layout.arrange` re-viewed
 (memory order, merged axes, small operands tiled) row by row, takes each operand's row as a
-contiguous run (a slice of the operand, or a small buffer filled from a stretched or strided
-one), and runs one vectorised inner loop. Outputs larger than the caches are written with
+contiguous run (at an offset into the operand, or a small buffer filled from a stretched or
+strided one), and runs one vectorised inner loop. Outputs larger than the caches are written with
 non-temporal (streaming) stores, which skip the read-for-ownership. The walker releases the
 GIL, so the engine's threads (`bcast._parallel`) run it on ranges of rows.
 
-Every operation here is exactly NumPy's, bit for bit: IEEE addition, subtraction,
+Every operation here but one is exactly NumPy's, bit for bit: IEEE addition, subtraction,
 multiplication and division in the operands' own dtype (``error_model="numpy"``: 1/0 is
 inf), integers wrapping, comparisons, logical operators on booleans, and pure bit copies
-(Copy, Where on same-width unsigned views). The engine uses this path only for operands it
-accepts (`accepts`) and falls back to NumPy otherwise, and entirely when numba is missing
-or ``BCAST_COMPILED=0``.
+(Copy; Where's select in bit arithmetic on same-width unsigned views). float32 Pow is a
+vectorised polynomial within one unit in the last place of NumPy's ``powf``, which computes
+its special operands itself. The engine uses this path only for operands it accepts
+(`accepts`) and falls back to NumPy otherwise, and entirely when numba is missing or
+``BCAST_COMPILED=0``.
 
 numba is imported on the first large call, not with ``bcast``
 (`bcast._numba_kernels` holds the numba code). Each operation and dtype is compiled on its

@@ -17,6 +17,12 @@ Large NumPy work goes through one path (`_compute`):
 3. `bcast._parallel.run_blocks` runs the kernel on the blocks on the engine's threads
    (as many as cores are free; ``BCAST_NUM_THREADS`` or `settings` override).
 
+With numba installed (the ``fast`` extra), a kernel that names a compiled form
+(``Kernel.compiled``) runs instead as one compiled row walker over the arranged arrays, on
+the same threads, with streaming stores for outputs larger than the cache
+(`bcast._compiled`); its results are NumPy's, bit for bit (float32 Pow: within one unit in
+the last place).
+
 Every kernel is element-wise, so blocks and threads never change a value: the result is the
 single-threaded one, bit for bit. Small work (below about a millisecond) runs as one kernel
 call in the caller's thread; the binary operators also have a fast path for tiny NumPy
