@@ -96,40 +96,25 @@ _ROUND_BITS: Final = 0x4338000000000000  # the bits of _ROUND
 _SQRT2_MANTISSA: Final = 0x3504F3  # mantissa bits above which 1.m exceeds sqrt(2)
 
 
-@intrinsic
-def _float32_bits(typingctx: Any, value: Any) -> Any:
-    """Return the bits of a float32, as an int32."""
-    if value != types.float32:
-        return None
+def _bitcast(source: Any, target: Any, bits: Any) -> Any:
+    """Build an intrinsic that reads a ``source`` value's bits as a ``target`` (LLVM ``bits``)."""
 
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.IntType(32))
+    @intrinsic
+    def cast(typingctx: Any, value: Any) -> Any:
+        if value != source:
+            return None
 
-    return types.int32(value), codegen
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.bitcast(args[0], bits)
 
+        return target(value), codegen
 
-@intrinsic
-def _float64_bits(typingctx: Any, value: Any) -> Any:
-    """Return the bits of a float64, as an int64."""
-    if value != types.float64:
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(value), codegen
+    return cast
 
 
-@intrinsic
-def _float64_of_bits(typingctx: Any, value: Any) -> Any:
-    """Return the float64 whose bits are the int64 ``value``."""
-    if value != types.int64:
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(value), codegen
+_float32_bits = _bitcast(types.float32, types.int32, ir.IntType(32))
+_float64_bits = _bitcast(types.float64, types.int64, ir.IntType(64))
+_float64_of_bits = _bitcast(types.int64, types.float64, ir.DoubleType())
 
 
 @njit(inline="always")
