@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -76,7 +77,11 @@ _state: dict[str, Any] = {}  # "kernels": bcast._numba_kernels, or None without 
 
 
 def available() -> bool:
-    """Tell whether the compiled path can run (numba imports; ``BCAST_COMPILED`` is not 0)."""
+    """Tell whether the compiled path can run (numba imports; ``BCAST_COMPILED`` is not 0).
+
+    numba present but failing to load our kernels (a folder numba cannot cache in, a numba
+    that does not fit this NumPy) turns the path off with one RuntimeWarning.
+    """
     if os.environ.get("BCAST_COMPILED", "").strip() == "0":
         return False
     if "kernels" not in _state:
@@ -85,6 +90,14 @@ def available() -> bool:
                 try:
                     from bcast import _numba_kernels
                 except ImportError:  # the optional extra is not installed: NumPy's path
+                    _state["kernels"] = None
+                except Exception as exc:  # numba there but unusable (no cache folder...)
+                    warnings.warn(
+                        f"bcast: the compiled path is off, NumPy computes everything "
+                        f"({type(exc).__name__}: {exc})",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
                     _state["kernels"] = None
                 else:
                     _state["kernels"] = _numba_kernels

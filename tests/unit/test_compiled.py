@@ -336,3 +336,27 @@ def test_the_walker_never_streams_where_it_cannot_align() -> None:
     strides[:, 1] = 1
     walk(out, x, x, x, strides, np.array([1, 4099], np.int64), 0, 1, True)
     same_bits(out, x + x)
+
+
+def test_a_numba_that_cannot_load_the_kernels_turns_the_path_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # as numba does when it finds no folder to cache in: a RuntimeError at import
+    import importlib.abc
+
+    import bcast
+
+    class Refuse(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any, target: Any = None) -> None:
+            if name == "bcast._numba_kernels":
+                raise RuntimeError("cannot cache function 'walk': no locator available")
+
+    monkeypatch.delitem(sys.modules, "bcast._numba_kernels", raising=False)
+    monkeypatch.delattr(bcast, "_numba_kernels", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Refuse(), *sys.meta_path])
+    monkeypatch.setattr(_compiled, "_state", {})
+    with pytest.warns(RuntimeWarning, match=r"compiled path is off.*no locator"):
+        assert not _compiled.available()
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)
+    with engine.settings(**FORCED):
+        same_bits(ops.add(a, b), a + b)
