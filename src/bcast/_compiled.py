@@ -35,7 +35,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from bcast import _parallel
+from bcast import _layout, _parallel
 
 __all__ = ["OPERATIONS", "accepts", "available", "run"]
 
@@ -177,7 +177,7 @@ def run(
         if found is None:
             return False
         arrays.append(found[0])
-        strides[k, MAX_RANK - rank :] = found[1] if rank else 0
+        strides[k, MAX_RANK - rank :] = found[1]
     for k in range(len(arrays), 4):  # unused operands: the first again (loads optimised away)
         arrays.append(arrays[1])
         strides[k] = strides[1]
@@ -203,9 +203,10 @@ def _split_inner(
     if out.ndim == 0 or np.prod(out.shape[:-1]) >= parts or out.shape[-1] < 2 * parts * 4096:
         return out, operands
     n = out.shape[-1]
-    fold = next((k for k in range(parts * 4, 1, -1) if n % k == 0), 1)
-    if fold == 1:
+    folds = _layout._folds_cached(n, parts * 4)  # divisors of n up to 4 rows a block
+    if not folds:
         return out, operands
+    fold = folds[0]
 
     def cut(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         *outer, s = a.strides

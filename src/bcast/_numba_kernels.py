@@ -85,9 +85,8 @@ def _xor(x: Any, y: Any, z: Any) -> Any:
 # positive normal finite bases with finite exponents take it; `_pow_special` finds the rest
 # (zeros, negatives, subnormals, inf, NaN), which `_fix` recomputes with powf itself.
 
-# Series coefficients, lowest power first. Truncation errors: log 2e-14 (|s| < 0.172), exp
-# 7e-15 (|f| < 0.347); float32 keeps 6e-8.
-# padded with zeros to the 16 that `_estrin` takes.
+# Series coefficients, lowest power first, padded with zeros to the 16 that `_estrin` takes.
+# Truncation errors: log 2e-14 (|s| < 0.172), exp 7e-15 (|f| < 0.347); float32 keeps 6e-8.
 _LOG_TERMS: Final = tuple(1.0 / (2 * k + 1) if k < 9 else 0.0 for k in range(16))  # atanh, s**2
 _EXP_TERMS: Final = tuple(1.0 / math.factorial(k) if k < 13 else 0.0 for k in range(16))  # exp
 _LN2: Final = math.log(2.0)
@@ -171,7 +170,7 @@ def _fix_overload(op: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n:
     """After a row: Pow recomputes its special elements with powf; other operations: nothing."""
     if not isinstance(op, types.IntegerLiteral):
         return None
-    if list(SCALARS)[op.literal_value] != "pow":
+    if _NAMES[op.literal_value] != "pow":
 
         def nothing(op: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any) -> None:
             pass
@@ -207,7 +206,8 @@ SCALARS: Final = {
 }
 """Each operation's scalar function of three operands (unused ones are never loaded)."""
 
-_CODES: Final = tuple(njit(inline="always")(f) for f in SCALARS.values())
+_NAMES: Final = tuple(SCALARS)  # an operation's code is its index here
+_JITTED: Final = tuple(njit(inline="always")(f) for f in SCALARS.values())
 _entries: dict[tuple[Any, ...], Any] = {}
 _lock = threading.Lock()
 
@@ -220,7 +220,7 @@ def _scalar(op: Any, x: Any, y: Any, z: Any) -> Any:
 def _scalar_overload(op: Any, x: Any, y: Any, z: Any) -> Any:
     if not isinstance(op, types.IntegerLiteral):
         return None
-    function = _CODES[op.literal_value]
+    function = _JITTED[op.literal_value]
 
     def impl(op: Any, x: Any, y: Any, z: Any) -> Any:
         return function(x, y, z)
@@ -427,7 +427,7 @@ def walker(name: str, arrays: list[np.ndarray[Any, Any]]) -> Any:
 
 
 def _compile(name: str, array_types: tuple[Any, ...]) -> Any:
-    code = list(SCALARS).index(name)
+    code = _NAMES.index(name)
     signature = (
         types.literal(code),
         *array_types,
