@@ -3,8 +3,9 @@
 NumPy's ufunc loops are fast, but a broadcast operand costs them: an inner loop runs only as
 long as the output's contiguous run, Where is several passes, and every store into a fresh
 cache line first reads that line (read-for-ownership). This module compiles, with numba, one
-*row walker* per operation: it walks the output that `bcast._layout.arrange` re-viewed
-(memory order, merged axes, small operands tiled) row by row, takes each operand's row as a
+*row walker* per operation: it walks the output as `bcast._layout.walk_axes` arranges it
+(memory order, merged axes, small operands tiled) row by row, from the arrays' addresses and
+strides (no views: each would cost microseconds per call), takes each operand's row as a
 contiguous run (at an offset into the operand, or a small buffer filled from a stretched or
 strided one), and runs one vectorised inner loop. Outputs larger than the caches are written with
 non-temporal (streaming) stores, which skip the read-for-ownership. The walker releases the
@@ -16,7 +17,8 @@ inf), integers wrapping, comparisons, logical operators on booleans, and pure bi
 (Copy; Where's select in bit arithmetic on same-width unsigned views). float32 Pow is a
 vectorised polynomial within one unit in the last place of NumPy's ``powf``, which computes
 its special operands itself. The engine uses this path only for operands it accepts
-(`accepts`) and falls back to NumPy otherwise, and entirely when numba is missing or
+(`accepts`) and layouts it takes (naturally aligned elements, strides that are not negative)
+and falls back to NumPy otherwise, and entirely when numba is missing or
 ``BCAST_COMPILED=0``.
 
 numba is imported on the first large call, not with ``bcast``
@@ -26,6 +28,7 @@ first use on a machine (a few seconds) and cached on disk by numba for later pro
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import warnings
@@ -33,7 +36,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from bcast import _layout, _parallel
 
@@ -147,81 +149,73 @@ def run(
     out: np.ndarray[Any, Any],
     operands: list[np.ndarray[Any, Any]],
     *,
+    max_tile_bytes: int,
     threads: int,
     blocks_per_thread: int,
     stream: bool,
     run_blocks: Callable[[Callable[[int], None], int, int], None],
 ) -> bool:
-    """Compute operation ``name`` into ``out`` (both as `bcast._layout.arrange` left them).
+    """Compute operation ``name`` into ``out`` from the operands (aligned to its rank).
 
-    ``out`` and the operands share one shape; the operands may be stretched (stride 0).
-    ``run_blocks(task, count, threads)`` runs ``task(i)`` for each block of rows. Returns
-    False, having written nothing, when the arrays do not fit the walker (a negative or
-    uneven stride, an output not contiguous in its inner axis, too many axes) or numba
+    The arrays are walked as `bcast._layout.walk_axes` arranges them (tiles of small
+    operands take at most ``max_tile_bytes``); the walker gets their addresses and strides,
+    not views (each view would cost microseconds). ``run_blocks(task, count, threads)``
+    runs ``task(i)`` for each block of rows. Returns False, having written nothing, when
+    the arrays do not fit the walker (a negative or uneven stride, an element off its
+    natural alignment, an output not contiguous in its inner axis, too many axes) or numba
     cannot compile it: the caller then uses NumPy.
     """
-    if OPERATIONS[name] == "bits":
-        width = _BITS[out.itemsize]
-        out = out.view(width)
-        operands = [x if x.dtype == np.bool_ else x.view(width) for x in operands]
-    stream = stream and out.flags.aligned  # streaming runs must start ALIGN-aligned
-    out, operands = _split_inner(out, operands, threads * blocks_per_thread)
-    rank = out.ndim
-    if rank > MAX_RANK or (rank and out.strides[-1] != out.itemsize):
+    if not (out.flags.aligned and all(x.flags.aligned for x in operands)):
+        return False  # numba's loads and stores assume naturally aligned elements
+    found = _layout.walk_axes(out, operands, max_tile_bytes=max_tile_bytes)
+    if found is None:
         return False
-    arrays: list[np.ndarray[Any, Any]] = []
-    shape = np.ones(MAX_RANK, np.int64)
-    strides = np.zeros((4, MAX_RANK), np.int64)
-    for k, a in enumerate((out, *operands)):
-        found = _flat(a)
-        if found is None:
-            return False
-        arrays.append(found[0])
-        strides[k, MAX_RANK - rank :] = found[1]
-    for k in range(len(arrays), 4):  # unused operands: the first again (loads optimised away)
-        arrays.append(arrays[1])
+    bases, axes = found
+    axes = _split_inner(axes or [(1, [out.itemsize] * len(bases))], threads * blocks_per_thread)
+    rank = len(axes)
+    if rank > MAX_RANK or axes[-1][1][0] != out.itemsize:
+        return False
+    dtypes = [a.dtype for a in bases]
+    if OPERATIONS[name] == "bits":  # moved as unsigned integers of the output's width
+        width = np.dtype(_BITS[out.itemsize])
+        dtypes = [d if d == np.bool_ else width for d in dtypes]
+    strides = [[0] * MAX_RANK for _ in range(4)]
+    for k, a in enumerate(bases):
+        row = strides[k]
+        for d, (_, axis_strides) in enumerate(axes, MAX_RANK - rank):
+            step, rest = divmod(axis_strides[k], a.itemsize)
+            if step < 0 or rest:
+                return False
+            row[d] = step
+    addresses = [a.__array_interface__["data"][0] for a in bases]
+    for k in range(len(bases), 4):  # unused operands: the first again (loads optimised away)
+        addresses.append(addresses[1])
+        dtypes.append(dtypes[1])
         strides[k] = strides[1]
-    shape[MAX_RANK - rank :] = out.shape
-    rows = int(np.prod(shape[:-1]))
-    walk = _state["kernels"].walker(name, arrays)
+    shape = [1] * (MAX_RANK - rank) + [n for n, _ in axes]
+    walk = _state["kernels"].walker(name, dtypes)
     if walk is None:  # numba could not compile it (warned once)
         return False
-    ranges = _parallel.split(rows, threads * blocks_per_thread)
+    where = np.array(addresses, np.int64)
+    steps = np.array(strides, np.int64)
+    lengths = np.array(shape, np.int64)
+    ranges = _parallel.split(math.prod(shape[:-1]), threads * blocks_per_thread)
 
     def task(i: int) -> None:
         start, stop = ranges[i]
-        walk(*arrays, strides, shape, start, stop, stream)
+        walk(where, *dtypes, steps, lengths, start, stop, stream)
 
     run_blocks(task, len(ranges), threads)
     return True
 
 
-def _split_inner(
-    out: np.ndarray[Any, Any], operands: list[np.ndarray[Any, Any]], parts: int
-) -> tuple[np.ndarray[Any, Any], list[np.ndarray[Any, Any]]]:
+def _split_inner(axes: list[_layout.Axis], parts: int) -> list[_layout.Axis]:
     """Cut a long inner axis into rows when there are too few rows to share among threads."""
-    if out.ndim == 0 or np.prod(out.shape[:-1]) >= parts or out.shape[-1] < 2 * parts * 4096:
-        return out, operands
-    n = out.shape[-1]
+    n, inner = axes[-1]
+    if math.prod(m for m, _ in axes[:-1]) >= parts or n < 2 * parts * 4096:
+        return axes
     folds = _layout._folds_cached(n, parts * 4)  # divisors of n up to 4 rows a block
     if not folds:
-        return out, operands
+        return axes
     fold = folds[0]
-
-    def cut(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        *outer, s = a.strides
-        return as_strided(
-            a, (*a.shape[:-1], fold, n // fold), (*outer, s * n // fold, s), writeable=a is out
-        )
-
-    return cut(out), [cut(x) for x in operands]
-
-
-def _flat(a: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], list[int]] | None:
-    """Return the 1-D run of memory ``a`` spans and its strides in elements (None: not so)."""
-    size = a.itemsize
-    if any(s < 0 or s % size for s in a.strides):
-        return None
-    span = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.strides, strict=True)) // size
-    flat = as_strided(a, (span if a.size else 0,), (size,), writeable=a.flags.writeable)
-    return flat, [s // size for s in a.strides]
+    return [*axes[:-1], (fold, [s * (n // fold) for s in inner]), (n // fold, inner)]

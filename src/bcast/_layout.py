@@ -22,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-__all__ = ["arrange", "blocks"]
+__all__ = ["arrange", "blocks", "walk_axes"]
 
 INNER_MIN: Final = 8192
 """An inner loop shorter than this (elements) is lengthened by tiling, where possible.
@@ -54,12 +54,13 @@ def buffer_size(inner: int) -> int | None:
     return None
 
 
-_Axis = tuple[int, list[int]]  # (length, stride of each array: the output first)
+Axis = tuple[int, list[int]]
+"""An axis to walk: its length and, in bytes, each array's stride on it (the output first)."""
 
 
-def _merge(axes: list[_Axis]) -> list[_Axis]:
+def _merge(axes: list[Axis]) -> list[Axis]:
     """Drop axes of length 1; merge each axis into its outer neighbour where all strides allow."""
-    merged: list[_Axis] = []
+    merged: list[Axis] = []
     for n, strides in axes:
         if n == 1:
             continue
@@ -81,6 +82,33 @@ def arrange(
     shape; or None when ``out`` overlaps itself (its elements cannot be split safely).
     Tiles take at most ``max_tile_bytes`` in all.
     """
+    found = walk_axes(out, views, max_tile_bytes=max_tile_bytes)
+    if found is None:
+        return None
+    bases, axes = found
+    dims = tuple(n for n, _ in axes)
+    arranged = [
+        as_strided(a, dims, tuple(s[k] for _, s in axes), writeable=k == 0)
+        for k, a in enumerate(bases)
+    ]
+    return arranged[0], arranged[1:]
+
+
+def walk_axes(
+    out: np.ndarray[Any, Any], views: Sequence[np.ndarray[Any, Any]], *, max_tile_bytes: int
+) -> tuple[list[np.ndarray[Any, Any]], list[Axis]] | None:
+    """Return what `arrange` views, without the views: the arrays and the axes to walk.
+
+    The arrays are ``out`` and one per operand (the operand itself or its tile); each axis
+    is ``(length, [stride in bytes of each array])``, outermost first. Building the views
+    costs about 8 us each (``as_strided``); the compiled path reads this directly.
+
+    >>> import numpy as np
+    >>> out = np.zeros((4, 3, 2))
+    >>> bases, axes = walk_axes(out, [out[:1]], max_tile_bytes=0)
+    >>> axes
+    [(4, [48, 0]), (6, [8, 8])]
+    """
     shape = out.shape
     order = sorted(
         (i for i in range(out.ndim) if shape[i] != 1), key=lambda i: -abs(out.strides[i])
@@ -89,28 +117,25 @@ def arrange(
         if abs(out.strides[outer]) < abs(out.strides[inner]) * shape[inner]:
             return None
     bases: list[np.ndarray[Any, Any]] = [out, *views]
-    axes: list[_Axis] = [
+    axes: list[Axis] = [
         (shape[i], [a.strides[i] if a.shape[i] != 1 else 0 for a in bases]) for i in order
     ]
     axes = _merge(axes)
     budget = min(max_tile_bytes, out.size * out.itemsize // 32)
     while len(axes) >= 2 and axes[-1][0] < INNER_MIN:
         (n2, _), (n1, _) = axes[-2], axes[-1]
+        fixed, per_row = _tile_cost(bases, axes)
         step = None
         for k in _folds(n2, n1):
-            step = _tile_step(bases, axes, out.itemsize, budget, k)
-            if step is not None:
-                break
+            if fixed + per_row * k <= budget:  # else a step would build views to refuse it
+                step = _tile_step(bases, axes, out.itemsize, budget, k)
+                if step is not None:
+                    break
         if step is None:
             break
         bases, axes, used = step
         budget -= used
-    dims = tuple(n for n, _ in axes)
-    arranged = [
-        as_strided(a, dims, tuple(s[k] for _, s in axes), writeable=k == 0)
-        for k, a in enumerate(bases)
-    ]
-    return arranged[0], arranged[1:]
+    return bases, axes
 
 
 def _folds(n2: int, n1: int) -> list[int]:
@@ -139,9 +164,27 @@ def _folds_cached(n: int, limit: int) -> tuple[int, ...]:
     return tuple(sorted((d for d in found if 2 <= d <= limit), reverse=True))
 
 
+def _tile_cost(bases: list[np.ndarray[Any, Any]], axes: list[Axis]) -> tuple[int, int]:
+    """Return the bytes the tiles of a fold of ``k`` rows take, as ``fixed + per_row * k``.
+
+    (`_tile_step` counts the same bytes; this tells which ``k`` fit without trying each.)
+    """
+    (n2, s2), (n1, s1) = axes[-2], axes[-1]
+    fixed = per_row = 0
+    for j, base in enumerate(bases):
+        if s2[j] == s1[j] * n1:  # needs no tile
+            continue
+        kept = math.prod(n for n, s in axes[:-2] if s[j] != 0) * n1 * base.itemsize
+        if s2[j] != 0:  # a tile of every row: n2 // k tiles of k rows
+            fixed += kept * n2
+        else:  # one tile of k rows
+            per_row += kept
+    return fixed, per_row
+
+
 def _tile_step(
-    bases: list[np.ndarray[Any, Any]], axes: list[_Axis], itemsize: int, budget: int, k: int
-) -> tuple[list[np.ndarray[Any, Any]], list[_Axis], int] | None:
+    bases: list[np.ndarray[Any, Any]], axes: list[Axis], itemsize: int, budget: int, k: int
+) -> tuple[list[np.ndarray[Any, Any]], list[Axis], int] | None:
     """Fold ``k`` rows of the next axis into the inner one; tile operands that need it."""
     (n2, s2), (n1, s1) = axes[-2], axes[-1]
     if s1[0] != itemsize or s2[0] != n1 * itemsize:
@@ -160,17 +203,18 @@ def _tile_step(
         shape = [n for n, _ in lead] + [n2 // k, k, n1]
         strides = [s[j] for _, s in lead] + [s2[j] * k, s2[j], s1[j]]
         keep = tuple(slice(None) if st != 0 else slice(0, 1) for st in strides[:-2])
-        small = as_strided(base, shape, strides, writeable=False)[keep]
-        used += small.size * small.itemsize
+        kept = [n if st != 0 else 1 for n, st in zip(shape[:-2], strides, strict=False)]
+        used += math.prod(kept) * k * n1 * base.itemsize  # known before any view is made
         if used > budget:
             return None
+        small = as_strided(base, shape, strides, writeable=False)[keep]
         tile = np.ascontiguousarray(small).reshape((*small.shape[:-2], k * n1))
         new_bases[j] = tile
         for axis, st in enumerate(strides[:-3]):
             lead_strides[axis][j] = 0 if st == 0 else tile.strides[axis]
         row_strides.append(0 if strides[-3] == 0 else tile.strides[-2])
         inner_strides.append(tile.strides[-1])
-    new_axes: list[_Axis] = [(n, lead_strides[a]) for a, (n, _) in enumerate(lead)]
+    new_axes: list[Axis] = [(n, lead_strides[a]) for a, (n, _) in enumerate(lead)]
     new_axes += [(n2 // k, row_strides), (k * n1, inner_strides)]
     return new_bases, _merge(new_axes), used
 

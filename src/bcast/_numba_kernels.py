@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import llvmlite.ir as ir
 import numpy as np
-from numba import literally, njit, typeof, types
+from numba import carray, literally, njit, typeof, types
 from numba.core import cgutils
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic, overload
@@ -327,27 +327,57 @@ def _gather(buf: Any, base: Any, offset: int, step: int, n: int) -> None:
             buf[c] = base[offset + c * step]
 
 
+@intrinsic
+def _pointer(typingctx: Any, address: Any, dtype: Any) -> Any:
+    """Read an integer address as a pointer to elements of ``dtype``."""
+    if not isinstance(address, types.Integer) or not isinstance(dtype, types.DType):
+        return None
+    target = types.CPointer(dtype.dtype)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.inttoptr(args[0], context.get_value_type(target))
+
+    return target(address, dtype), codegen
+
+
+@njit(inline="always")
+def _run(address: Any, dtype: Any, strides: Any, k: int, shape: Any) -> Any:
+    """Return the 1-D run of memory that array ``k`` spans from ``address``."""
+    span = 1
+    for d in range(shape.size):
+        span += (shape[d] - 1) * strides[k, d]
+    return carray(_pointer(address, dtype), span)
+
+
 @njit(nogil=True, error_model="numpy", cache=True)
 def walk(
     op: Any,
-    o: Any,
-    x: Any,
-    y: Any,
-    z: Any,
+    addresses: Any,
+    out_dtype: Any,
+    x_dtype: Any,
+    y_dtype: Any,
+    z_dtype: Any,
     strides: Any,
     shape: Any,
     start: int,
     stop: int,
     stream: bool,
 ) -> None:
-    """Compute rows ``start`` to ``stop`` of ``o`` (all arrays 1-D runs of memory).
+    """Compute rows ``start`` to ``stop`` of the output.
 
-    ``shape`` is the output's (the last axis: one row); ``strides[k]`` are, in elements, the
-    output's (k = 0) and the operands' strides on each axis, 0 where stretched. An operand
-    whose row is not contiguous is gathered into a buffer first (a stretched one only when
-    its value changes).
+    The output and the operands x, y, z are the arrays at ``addresses`` (their dtypes
+    follow); ``shape`` is the output's (the last axis: one row); ``strides[k]`` are, in
+    elements and none negative, the output's (k = 0) and the operands' strides on each
+    axis, 0 where stretched. An operand whose row is not contiguous is gathered into a
+    buffer first (a stretched one only when its value changes).
     """
     literally(op)
+    if shape.size == 0 or np.any(shape == 0):
+        return
+    o = _run(addresses[0], out_dtype, strides, 0, shape)
+    x = _run(addresses[1], x_dtype, strides, 1, shape)
+    y = _run(addresses[2], y_dtype, strides, 2, shape)
+    z = _run(addresses[3], z_dtype, strides, 3, shape)
     if np.uint64(o.ctypes.data) % np.uint64(o.itemsize) != 0:
         # Elements off their natural alignment never reach an ALIGN boundary, where the
         # streaming vector stores must start. Checked here, once: a branch in _streamed_row
@@ -407,31 +437,31 @@ def walk(
         _fence()
 
 
-def walker(name: str, arrays: list[np.ndarray[Any, Any]]) -> Any:
-    """Return `walk` compiled for operation ``name`` and these arrays, its first argument bound.
+def walker(name: str, dtypes: list[np.dtype[Any]]) -> Any:
+    """Return `walk` compiled for operation ``name`` and four dtypes, its first argument bound.
 
-    Resolved once per operation and array types, then called directly: a call through
-    the dispatcher would make numba re-derive the literal operation on every call
+    Resolved once per operation and dtypes, then called directly: a call through the
+    dispatcher would make numba re-derive the literal operation on every call
     (milliseconds). ``compile`` reads numba's disk cache before compiling. None, with a
     warning the first time, where numba cannot compile it: the engine then uses NumPy.
     """
-    # what numba's type of these 1-D contiguous runs depends on (typeof itself: 15 us each)
-    key = (name, *((a.dtype, a.flags.writeable, a.flags.aligned) for a in arrays))
+    key = (name, *dtypes)
     entry = _entries.get(key, False)
     if entry is False:
         with _lock:
             entry = _entries.get(key, False)
             if entry is False:
-                entry = _entries[key] = _compile(name, tuple(typeof(a) for a in arrays))
+                entry = _entries[key] = _compile(name, tuple(typeof(d) for d in dtypes))
     return entry
 
 
-def _compile(name: str, array_types: tuple[Any, ...]) -> Any:
+def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
     code = _NAMES.index(name)
     signature = (
         types.literal(code),
-        *array_types,
-        typeof(np.zeros((1, 1), np.int64)),
+        typeof(np.zeros(4, np.int64)),
+        *dtype_types,
+        typeof(np.zeros((4, 1), np.int64)),
         typeof(np.zeros(1, np.int64)),
         types.int64,
         types.int64,
@@ -440,7 +470,7 @@ def _compile(name: str, array_types: tuple[Any, ...]) -> Any:
     try:
         compiled = walk.compile(signature)
     except NumbaError as exc:
-        kinds = ", ".join(str(t.dtype) for t in array_types)
+        kinds = ", ".join(str(t.dtype) for t in dtype_types)
         warnings.warn(
             f"bcast: numba could not compile {name} for {kinds}; NumPy computes it "
             f"instead ({type(exc).__name__}: {str(exc).splitlines()[0]})",

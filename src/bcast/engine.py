@@ -373,15 +373,12 @@ def _run_compiled(
     """Compute on the compiled path when it applies (see `bcast._compiled`); tell if it did.
 
     It takes the operands as they are (no ``prepare``: Where reads its condition as bool)
-    and walks them as `bcast._layout.arrange` re-views them.
+    and walks them as `bcast._layout.walk_axes` arranges them.
     """
     name = kernel.compiled
     if name is None or not _settings.compiled or not _compiled.available():
         return False
     if not _compiled.accepts(name, out, views):
-        return False
-    arranged = _layout.arrange(out, views, max_tile_bytes=_settings.max_tile_bytes)
-    if arranged is None:
         return False
     stream_min = _settings.stream_min_bytes
     if stream_min is None:
@@ -392,7 +389,9 @@ def _run_compiled(
 
     return _compiled.run(
         name,
-        *arranged,
+        out,
+        views,
+        max_tile_bytes=_settings.max_tile_bytes,
         threads=threads,
         blocks_per_thread=_settings.blocks_per_thread,
         stream=out.nbytes >= stream_min,

@@ -307,8 +307,9 @@ def test_a_kernel_numba_cannot_compile_warns_once_and_numpy_computes(
     assert calls == [("sub", False), ("sub", False)]
 
 
-def test_misaligned_arrays(calls: list[tuple[str, bool]]) -> None:
-    # float32 views one byte into a buffer: numba types them apart from aligned ones
+def test_misaligned_arrays_stay_on_numpy(calls: list[tuple[str, bool]]) -> None:
+    # float32 views one byte into a buffer: the walker's loads and stores assume natural
+    # alignment, so such arrays are NumPy's to compute
     raw = np.zeros(4 * 6000 + 1, np.uint8)
     a = raw[1:].view(np.float32).reshape(60, 100)
     a[...] = np.arange(6000, dtype=np.float32).reshape(60, 100)
@@ -319,7 +320,7 @@ def test_misaligned_arrays(calls: list[tuple[str, bool]]) -> None:
         same_bits(ops.add(a, a[0]), a + a[0])  # aligned out, misaligned operands
         ops.mul(a, a[:, :1], out=out)  # misaligned out
     same_bits(out, a * a[:, :1])
-    assert [done for _, done in calls] == [True, True]
+    assert [done for _, done in calls] == [False, False]
 
 
 def test_the_walker_never_streams_where_it_cannot_align() -> None:
@@ -331,10 +332,11 @@ def test_the_walker_never_streams_where_it_cannot_align() -> None:
     out = np.zeros(4 * 4099 + 1, np.uint8)[1:].view(np.float32)
     x = np.arange(4099, dtype=np.float32)
     x.flags.writeable = False
-    walk = _numba_kernels.walker("add", [out, x, x, x])
+    walk = _numba_kernels.walker("add", [out.dtype] * 4)
     strides = np.zeros((4, 2), np.int64)
     strides[:, 1] = 1
-    walk(out, x, x, x, strides, np.array([1, 4099], np.int64), 0, 1, True)
+    where = np.array([out.__array_interface__["data"][0]] + [x.ctypes.data] * 3, np.int64)
+    walk(where, *[out.dtype] * 4, strides, np.array([1, 4099], np.int64), 0, 1, True)
     same_bits(out, x + x)
 
 

@@ -334,6 +334,42 @@ def test_arrange_merges_axes_and_tiles_short_inner_runs() -> None:
     assert _layout.arrange(out, [a, b], max_tile_bytes=0)[0].shape[-1] == 64  # type: ignore[index]
 
 
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"),
+    [((256, 256, 64), (64,)), ((8, 16, 32), (8, 1, 32)), ((6, 40, 10), (6, 1, 1)), ((50, 3), (3,))],
+)
+def test_tile_cost_predicts_the_bytes_each_fold_takes(
+    a_shape: tuple[int, ...], b_shape: tuple[int, ...]
+) -> None:
+    # walk_axes picks a fold from _tile_cost without building tiles; _tile_step builds them
+    out = np.empty(np.broadcast_shapes(a_shape, b_shape), np.float32)
+    a = np.ones(a_shape, np.float32)
+    b = np.ones(b_shape, np.float64).reshape((1,) * (out.ndim - len(b_shape)) + b_shape)
+    found = _layout.walk_axes(out, [a, b], max_tile_bytes=0)
+    assert found is not None
+    bases, axes = found
+    fixed, per_row = _layout._tile_cost(bases, axes)
+    folds = _layout._folds(axes[-2][0], axes[-1][0])
+    assert folds
+    for k in folds:
+        step = _layout._tile_step(bases, axes, out.itemsize, 1 << 40, k)
+        assert step is not None
+        assert step[2] == fixed + per_row * k
+        assert _layout._tile_step(bases, axes, out.itemsize, fixed + per_row * k - 1, k) is None
+
+
+def test_walk_axes_gives_the_strides_arrange_views() -> None:
+    out = np.empty((256, 256, 64), np.float32)
+    views = [np.ones((256, 256, 64), np.float32), np.ones((1, 1, 64), np.float32)]
+    for budget in (0, 1 << 14, 1 << 20):
+        bases, axes = _layout.walk_axes(out, views, max_tile_bytes=budget)  # type: ignore[misc]
+        target, sources = _layout.arrange(out, views, max_tile_bytes=budget)  # type: ignore[misc]
+        assert target.shape == tuple(n for n, _ in axes)
+        assert bases[0] is out and bases[1] is views[0]  # neither is copied
+        for k, view in enumerate([target, *sources]):
+            assert view.strides == tuple(s[k] for _, s in axes)
+
+
 def test_arrange_refuses_an_out_that_overlaps_itself() -> None:
     base = np.zeros(10)
     out = np.lib.stride_tricks.as_strided(base, (4, 4), (8, 8))
