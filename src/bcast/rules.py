@@ -165,10 +165,29 @@ def broadcast_shapes(
       #1     4
              ^ axis 1
     """
-    default = mode is _NUMPY and axis is _DEFAULT_AXIS and axes_mapping is None
-    try:  # `_key`, inlined: one call less on the hot path (45 ns of 650, measured)
-        found = _CACHE.get(shapes if default else (shapes, mode, axis, axes_mapping))
-    except TypeError:  # unhashable (lists): nothing to look up or store, so no second try
+    if mode is _NUMPY and axis is _DEFAULT_AXIS and axes_mapping is None:
+        # The hot path: `_key` and `_cacheable` inlined for the default arguments (two calls
+        # of about 60 ns each, of 780 ns in all, measured).
+        try:
+            found = _CACHE.get(shapes)
+        except TypeError:  # unhashable (lists): nothing to look up or store, no second try
+            return _plan(shapes, mode, axis, axes_mapping).output
+        if found is not None:
+            for s in shapes:
+                if type(s) is not tuple:
+                    break
+                for d in s:
+                    if type(d) is not int:
+                        break
+                else:
+                    continue
+                break
+            else:
+                return found.output
+        return plan(*shapes).output
+    try:
+        found = _CACHE.get((shapes, mode, axis, axes_mapping))
+    except TypeError:
         return _plan(shapes, mode, axis, axes_mapping).output
     if found is not None and _cacheable(shapes, axis, axes_mapping):
         return found.output
