@@ -9,7 +9,8 @@ strides (no views: each would cost microseconds per call), takes each operand's 
 contiguous run (at an offset into the operand, or a small buffer filled from a stretched or
 strided one), and runs one vectorised inner loop. Outputs larger than the caches are written with
 non-temporal (streaming) stores, which skip the read-for-ownership. The walker releases the
-GIL, so the engine's threads (`bcast._parallel`) run it on ranges of rows.
+GIL, so the engine's threads (`bcast._parallel`) run one walker each; the walkers claim rows
+from a shared counter as they go.
 
 Every operation here but one is exactly NumPy's, bit for bit: IEEE addition, subtraction,
 multiplication and division in the operands' own dtype (``error_model="numpy"``: 1/0 is
@@ -37,12 +38,15 @@ from typing import Any, Final
 
 import numpy as np
 
-from bcast import _layout, _parallel
+from bcast import _layout
 
 __all__ = ["OPERATIONS", "accepts", "available", "run"]
 
 MAX_RANK: Final = 8
 """Arranged outputs of higher rank (after merging) stay on NumPy's path."""
+
+CHUNK_BYTES: Final = 1 << 16
+"""Output bytes a thread claims at a time (whole rows, at least one)."""
 
 _NUMERIC: Final = frozenset("?bBhHiIlLqQfd")  # numba's scalar types, by dtype.char
 _FLOAT: Final = frozenset("fd")
@@ -160,10 +164,11 @@ def run(
     The arrays are walked as `bcast._layout.walk_axes` arranges them (tiles of small
     operands take at most ``max_tile_bytes``); the walker gets their addresses and strides,
     not views (each view would cost microseconds). ``run_blocks(task, count, threads)``
-    runs ``task(i)`` for each block of rows. Returns False, having written nothing, when
-    the arrays do not fit the walker (a negative or uneven stride, an element off its
-    natural alignment, an output not contiguous in its inner axis, too many axes) or numba
-    cannot compile it: the caller then uses NumPy.
+    runs ``task(i)`` for ``i < count`` on that many threads: each task is one walker,
+    which claims rows `CHUNK_BYTES` at a time until none are left. Returns False, having
+    written nothing, when the arrays do not fit the walker (a negative or uneven stride,
+    an element off its natural alignment, an output not contiguous in its inner axis, too
+    many axes) or numba cannot compile it: the caller then uses NumPy.
     """
     if not (out.flags.aligned and all(x.flags.aligned for x in operands)):
         return False  # numba's loads and stores assume naturally aligned elements
@@ -199,13 +204,13 @@ def run(
     where = np.array(addresses, np.int64)
     steps = np.array(strides, np.int64)
     lengths = np.array(shape, np.int64)
-    ranges = _parallel.split(math.prod(shape[:-1]), threads * blocks_per_thread)
+    claimed = np.zeros(1, np.int64)  # rows handed out so far: the walkers share it
+    chunk = max(1, CHUNK_BYTES // (shape[-1] * out.itemsize))
 
     def task(i: int) -> None:
-        start, stop = ranges[i]
-        walk(where, *dtypes, steps, lengths, start, stop, stream)
+        walk(where, *dtypes, steps, lengths, claimed, chunk, stream)
 
-    run_blocks(task, len(ranges), threads)
+    run_blocks(task, min(threads, math.prod(shape[:-1])), threads)
     return True
 
 

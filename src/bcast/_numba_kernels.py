@@ -340,6 +340,20 @@ def _pointer(typingctx: Any, address: Any, dtype: Any) -> Any:
     return target(address, dtype), codegen
 
 
+@intrinsic
+def _fetch_add(typingctx: Any, counter: Any, value: Any) -> Any:
+    """Add ``value`` to ``counter[0]`` (an int64 array) atomically; return the old value."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        view = context.make_array(signature.args[0])(context, builder, args[0])
+        delta = context.cast(builder, args[1], signature.args[1], types.int64)
+        return builder.atomic_rmw("add", view.data, delta, "monotonic")
+
+    return types.int64(counter, value), codegen
+
+
 @njit(inline="always")
 def _run(address: Any, dtype: Any, strides: Any, k: int, shape: Any) -> Any:
     """Return the 1-D run of memory that array ``k`` spans from ``address``."""
@@ -359,17 +373,21 @@ def walk(
     z_dtype: Any,
     strides: Any,
     shape: Any,
-    start: int,
-    stop: int,
+    claimed: Any,
+    chunk: int,
     stream: bool,
 ) -> None:
-    """Compute rows ``start`` to ``stop`` of the output.
+    """Compute rows of the output, ``chunk`` at a time, until every row is claimed.
 
     The output and the operands x, y, z are the arrays at ``addresses`` (their dtypes
     follow); ``shape`` is the output's (the last axis: one row); ``strides[k]`` are, in
     elements and none negative, the output's (k = 0) and the operands' strides on each
     axis, 0 where stretched. An operand whose row is not contiguous is gathered into a
     buffer first (a stretched one only when its value changes).
+
+    ``claimed[0]`` counts the rows handed out: each thread that runs this on the same
+    arrays takes the next ``chunk`` rows from it (an atomic add) until none are left, so
+    threads share the work in compiled code and one that the machine slows takes less.
     """
     literally(op)
     if shape.size == 0 or np.any(shape == 0):
@@ -385,15 +403,11 @@ def walk(
         stream = False
     rank = shape.size
     n = shape[rank - 1]
+    rows = 1
+    for d in range(rank - 1):
+        rows *= shape[d]
     index = np.zeros(rank - 1, np.int64)
-    rest = start
-    for d in range(rank - 2, -1, -1):
-        index[d] = rest % shape[d]
-        rest //= shape[d]
     offsets = np.zeros(4, np.int64)
-    for k in range(4):
-        for d in range(rank - 1):
-            offsets[k] += index[d] * strides[k, d]
     sx, sy, sz = strides[1, rank - 1], strides[2, rank - 1], strides[3, rank - 1]
     bx = np.empty(n if sx != 1 else 0, x.dtype)
     by = np.empty(n if sy != 1 else 0, y.dtype)
@@ -404,35 +418,47 @@ def walk(
     last = np.full(4, -1, np.int64)
     zero = np.uint64(0)
     length = np.uint64(n)
-    for _ in range(start, stop):
-        if sx != 1 and (sx != 0 or offsets[1] != last[1]):
-            _gather(bx, x, offsets[1], sx, n)
-            last[1] = offsets[1]
-        if sy != 1 and (sy != 0 or offsets[2] != last[2]):
-            _gather(by, y, offsets[2], sy, n)
-            last[2] = offsets[2]
-        if sz != 1 and (sz != 0 or offsets[3] != last[3]):
-            _gather(bz, z, offsets[3], sz, n)
-            last[3] = offsets[3]
-        oo = np.uint64(offsets[0])
-        xo = zero if sx != 1 else np.uint64(offsets[1])
-        yo = zero if sy != 1 else np.uint64(offsets[2])
-        zo = zero if sz != 1 else np.uint64(offsets[3])
-        if stream:
-            _streamed_row(op, o, oo, rx, xo, ry, yo, rz, zo, length)
-        else:
-            _row(op, o, oo, rx, xo, ry, yo, rz, zo, length)
-        d = rank - 2  # the next row: an odometer over the outer axes
-        while d >= 0:
-            index[d] += 1
-            for k in range(4):
-                offsets[k] += strides[k, d]
-            if index[d] < shape[d]:
-                break
-            for k in range(4):
-                offsets[k] -= shape[d] * strides[k, d]
-            index[d] = 0
-            d -= 1
+    while True:
+        start = _fetch_add(claimed, chunk)
+        if start >= rows:
+            break
+        rest = start
+        for d in range(rank - 2, -1, -1):
+            index[d] = rest % shape[d]
+            rest //= shape[d]
+        for k in range(4):
+            offsets[k] = 0
+            for d in range(rank - 1):
+                offsets[k] += index[d] * strides[k, d]
+        for _ in range(start, min(start + chunk, rows)):
+            if sx != 1 and (sx != 0 or offsets[1] != last[1]):
+                _gather(bx, x, offsets[1], sx, n)
+                last[1] = offsets[1]
+            if sy != 1 and (sy != 0 or offsets[2] != last[2]):
+                _gather(by, y, offsets[2], sy, n)
+                last[2] = offsets[2]
+            if sz != 1 and (sz != 0 or offsets[3] != last[3]):
+                _gather(bz, z, offsets[3], sz, n)
+                last[3] = offsets[3]
+            oo = np.uint64(offsets[0])
+            xo = zero if sx != 1 else np.uint64(offsets[1])
+            yo = zero if sy != 1 else np.uint64(offsets[2])
+            zo = zero if sz != 1 else np.uint64(offsets[3])
+            if stream:
+                _streamed_row(op, o, oo, rx, xo, ry, yo, rz, zo, length)
+            else:
+                _row(op, o, oo, rx, xo, ry, yo, rz, zo, length)
+            d = rank - 2  # the next row: an odometer over the outer axes
+            while d >= 0:
+                index[d] += 1
+                for k in range(4):
+                    offsets[k] += strides[k, d]
+                if index[d] < shape[d]:
+                    break
+                for k in range(4):
+                    offsets[k] -= shape[d] * strides[k, d]
+                index[d] = 0
+                d -= 1
     if stream:
         _fence()
 
@@ -463,7 +489,7 @@ def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
         *dtype_types,
         typeof(np.zeros((4, 1), np.int64)),
         typeof(np.zeros(1, np.int64)),
-        types.int64,
+        typeof(np.zeros(1, np.int64)),
         types.int64,
         types.boolean,
     )

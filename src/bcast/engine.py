@@ -120,6 +120,10 @@ class Settings:
     max_tile_bytes : int
         Bytes that tiles of small operands may take, per call (and at most 1/32 of the
         output's).
+    compiled_tile_bytes : int
+        ``max_tile_bytes`` for the compiled path, whose rows need not be as long as NumPy's
+        inner loops: tiles that stay in the core's own cache are faster there (measured:
+        256 KiB took 7.3 ms where 4 MiB took 8.9 ms, on ``(32,1,128,128) + (1,64,1,128)``).
     compiled : bool
         Run the kernels that have a compiled form (`bcast._compiled`) with it when numba is
         installed (``BCAST_COMPILED=0`` turns it off as well).
@@ -133,6 +137,7 @@ class Settings:
     block_bytes: int = 1 << 20
     blocks_per_thread: int = 4
     max_tile_bytes: int = 1 << 22
+    compiled_tile_bytes: int = 1 << 18
     compiled: bool = True
     stream_min_bytes: int | None = None
 
@@ -305,7 +310,8 @@ def _run_numpy(
         return result
     if not isinstance(out, np.ndarray):
         raise TypeError(f"{op}: out must be a NumPy array like the operands; got {type(out)}")
-    _check_out(op, out.shape, shape, str(out.dtype), str(dtype))
+    if out.shape != shape or out.dtype != dtype:  # str(dtype) costs 5 us: only for messages
+        _check_out(op, out.shape, shape, str(out.dtype), str(dtype))
     if not out.flags.writeable:
         raise ValueError(f"{op}: out is read-only")
     overlap = [v for v in views if np.may_share_memory(out, v)]
@@ -391,7 +397,7 @@ def _run_compiled(
         name,
         out,
         views,
-        max_tile_bytes=_settings.max_tile_bytes,
+        max_tile_bytes=_settings.compiled_tile_bytes,
         threads=threads,
         blocks_per_thread=_settings.blocks_per_thread,
         stream=out.nbytes >= stream_min,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bcast import _compiled, engine, ops
+from bcast import _compiled, _layout, engine, ops
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
@@ -36,6 +36,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
         return done
 
     monkeypatch.setattr(_compiled, "run", spy)
+    monkeypatch.setattr(_compiled, "CHUNK_BYTES", 1)  # threads claim one row at a time
     yield seen
 
 
@@ -127,6 +128,42 @@ def test_expand_matches_numpy_bit_for_bit(dtype: str, calls: list[tuple[str, boo
             got = ops.expand(x, target)
         same_bits(got, np.broadcast_to(x, np.broadcast_shapes(shape, target)))
     assert calls and all(done for _, done in calls)  # complex64: 8-byte words
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 3 * 37 * 4, 1 << 16])
+def test_threads_compute_every_row(
+    chunk_bytes: int, monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> None:
+    # three walkers claim rows from one counter, a row or a few at a time, or all at once
+    monkeypatch.setattr(_compiled, "CHUNK_BYTES", chunk_bytes)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((9, 7, 37)).astype(np.float32)
+    b = rng.standard_normal((7, 1)).astype(np.float32)
+    for stream in (0, 1 << 40):
+        out = np.full(a.shape, np.nan, np.float32)
+        with engine.settings(**{**FORCED, "stream_min_bytes": stream}):
+            ops.add(a, b, out=out)
+        same_bits(out, a + b)
+    assert calls == [("add", True)] * 2
+
+
+def test_the_compiled_path_tiles_within_its_own_budget(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> None:
+    budgets: list[int] = []
+    real = _layout.walk_axes
+
+    def spy(out: Any, views: Any, *, max_tile_bytes: int) -> Any:
+        budgets.append(max_tile_bytes)
+        return real(out, views, max_tile_bytes=max_tile_bytes)
+
+    monkeypatch.setattr(_layout, "walk_axes", spy)
+    a, b = np.arange(6400, dtype=np.float32).reshape(100, 64), np.arange(64, dtype=np.float32)
+    for budget in (0, 4096):
+        with engine.settings(**FORCED, compiled_tile_bytes=budget, max_tile_bytes=1 << 20):
+            same_bits(ops.add(a, b), a + b)
+    assert budgets == [0, 4096]
+    assert calls == [("add", True)] * 2
 
 
 def test_streaming_into_unaligned_outputs(calls: list[tuple[str, bool]]) -> None:
@@ -336,7 +373,15 @@ def test_the_walker_never_streams_where_it_cannot_align() -> None:
     strides = np.zeros((4, 2), np.int64)
     strides[:, 1] = 1
     where = np.array([out.__array_interface__["data"][0]] + [x.ctypes.data] * 3, np.int64)
-    walk(where, *[out.dtype] * 4, strides, np.array([1, 4099], np.int64), 0, 1, True)
+    walk(
+        where,
+        *[out.dtype] * 4,
+        strides,
+        np.array([1, 4099], np.int64),
+        np.zeros(1, np.int64),
+        1,
+        True,
+    )
     same_bits(out, x + x)
 
 
