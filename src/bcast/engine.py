@@ -18,8 +18,9 @@ Large NumPy work goes through one path (`_compute`):
    (as many as cores are free; ``BCAST_NUM_THREADS`` or `settings` override).
 
 With numba installed (the ``fast`` extra), a kernel that names a compiled form
-(``Kernel.compiled``) runs instead as one compiled row walker over the arranged arrays, on
-the same threads, with streaming stores for outputs larger than the cache
+(``Kernel.compiled``) runs instead as compiled row walkers over the same arrangement (with
+smaller tiles, `Settings.compiled_tile_bytes`), one per thread, which claim rows from a
+shared counter, with streaming stores for outputs larger than the cache
 (`bcast._compiled`); its results are NumPy's, bit for bit (float32 Pow: within one unit in
 the last place).
 
@@ -128,8 +129,11 @@ class Settings:
         Run the kernels that have a compiled form (`bcast._compiled`) with it when numba is
         installed (``BCAST_COMPILED=0`` turns it off as well).
     stream_min_bytes : int or None
-        Outputs of at least this many bytes are written with streaming stores on the
-        compiled path; None: the size of the last-level cache.
+        Work whose output and operands together take at least this many bytes writes its
+        output with streaming stores on the compiled path (the data cannot all stay in the
+        cache anyway); None: the size of the last-level cache. Measured on
+        ``(256,256,64) + (64,)`` (16 MiB out, 16 MiB in, 32 MiB cache): 1.16 ms streamed
+        against 1.50 ms; at half that size streaming lost (0.68 ms against 0.60 ms).
     """
 
     threads: int | None = None
@@ -400,7 +404,7 @@ def _run_compiled(
         max_tile_bytes=_settings.compiled_tile_bytes,
         threads=threads,
         blocks_per_thread=_settings.blocks_per_thread,
-        stream=out.nbytes >= stream_min,
+        stream=out.nbytes + sum(v.nbytes for v in views) >= stream_min,
         run_blocks=run_blocks,
     )
 

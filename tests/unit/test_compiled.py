@@ -187,6 +187,25 @@ def test_plain_stores_below_the_streaming_size(calls: list[tuple[str, bool]]) ->
     assert calls == [("sub", True)]
 
 
+def test_streaming_counts_the_operands_bytes_with_the_output(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> None:
+    streamed: list[bool] = []
+    spy = _compiled.run
+
+    def record(*args: Any, stream: bool, **kwargs: Any) -> bool:
+        streamed.append(stream)
+        return spy(*args, stream=stream, **kwargs)
+
+    monkeypatch.setattr(_compiled, "run", record)
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)  # 48000 + 800 bytes in
+    for limit in (48_001, 96_800, 96_801):  # the output alone: 48000 bytes
+        with engine.settings(**{**FORCED, "stream_min_bytes": limit}):
+            same_bits(ops.sub(a, b), a - b)
+    assert streamed == [True, True, False]
+    assert calls == [("sub", True)] * 3
+
+
 def test_layouts_the_walker_takes(calls: list[tuple[str, bool]]) -> None:
     rng = np.random.default_rng(5)
     a = _values(rng, (30, 40), "float64")

@@ -138,7 +138,7 @@ def _tiny_path(op: str) -> Callable[[_F], _F]:
                         # it (else NumPy raises ValueError before writing), so it is the
                         # result's shape. NumPy makes an out overlapping an operand safe.
                         try:
-                            _quiet_run(ufunc, a, b, out=out)
+                            _quiet_run(ufunc, a, b, out)  # positional: no keyword dict
                         except (ValueError, RuntimeError):
                             pass  # no broadcast, read-only out, or a busy context
                         else:
