@@ -34,6 +34,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -172,14 +173,73 @@ def run(
     """
     if not (out.flags.aligned and all(x.flags.aligned for x in operands)):
         return False  # numba's loads and stores assume naturally aligned elements
-    found = _layout.walk_axes(out, operands, max_tile_bytes=max_tile_bytes)
-    if found is None:
+    key = (name, max_tile_bytes, threads * blocks_per_thread, out.shape, out.strides, out.dtype)
+    key += tuple((x.shape, x.strides, x.dtype) for x in operands)
+    found = _walks.get(key, _UNKNOWN)
+    if found is _UNKNOWN:
+        found = _plan_walk(name, out, operands, max_tile_bytes, threads * blocks_per_thread)
+        if len(_walks) >= _WALKS_KEPT:
+            _walks.clear()
+        _walks[key] = found
+    if not isinstance(found, _Walk):  # None: the walker does not take this layout
         return False
+    recipe = found
+    walk = _state["kernels"].walker(name, recipe.dtypes)
+    if walk is None:  # numba could not compile it (warned once)
+        return False
+    bases = [out, *operands]
+    for tile in recipe.tiles:  # the layout is known; the tiles' values are this call's
+        bases[tile[0]] = _layout.make_tile(bases[tile[0]], tile)
+    addresses = [a.__array_interface__["data"][0] for a in bases]
+    addresses += addresses[1:2] * (4 - len(addresses))  # unused operands: the first again
+    where = np.array(addresses, np.int64)
+    claimed = np.zeros(1, np.int64)  # rows handed out so far: the walkers share it
+    chunk = max(1, CHUNK_BYTES // recipe.row_bytes)
+    steps, lengths, dtypes = recipe.steps, recipe.lengths, recipe.dtypes
+
+    def task(i: int) -> None:
+        walk(where, *dtypes, steps, lengths, claimed, chunk, stream)
+
+    run_blocks(task, min(threads, recipe.rows), threads)
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """What a walk over arrays of one layout needs, but their addresses and tiles' values."""
+
+    tiles: tuple[_layout.Tile, ...]
+    dtypes: tuple[np.dtype[Any], ...]  # as the walker reads them, four
+    steps: np.ndarray[Any, Any]  # (4, MAX_RANK) strides in elements; the walker only reads
+    lengths: np.ndarray[Any, Any]  # (MAX_RANK,) the output's shape; likewise
+    rows: int
+    row_bytes: int
+
+
+_UNKNOWN: Final = object()
+_WALKS_KEPT: Final = 256
+_walks: dict[tuple[Any, ...], object] = {}
+"""Walks by operation and layout (None: the walker does not take it). Planning one costs
+about 100 us of Python (arranging the axes, tiling, the stride tables); a repeated call
+replays only its tiles."""
+
+
+def _plan_walk(
+    name: str,
+    out: np.ndarray[Any, Any],
+    operands: list[np.ndarray[Any, Any]],
+    max_tile_bytes: int,
+    parts: int,
+) -> _Walk | None:
+    tiles: list[_layout.Tile] = []
+    found = _layout.walk_axes(out, operands, max_tile_bytes=max_tile_bytes, tiles=tiles)
+    if found is None:
+        return None
     bases, axes = found
-    axes = _split_inner(axes or [(1, [out.itemsize] * len(bases))], threads * blocks_per_thread)
+    axes = _split_inner(axes or [(1, [out.itemsize] * len(bases))], parts)
     rank = len(axes)
     if rank > MAX_RANK or axes[-1][1][0] != out.itemsize:
-        return False
+        return None
     dtypes = [a.dtype for a in bases]
     if OPERATIONS[name] == "bits":  # moved as unsigned integers of the output's width
         width = np.dtype(_BITS[out.itemsize])
@@ -190,28 +250,22 @@ def run(
         for d, (_, axis_strides) in enumerate(axes, MAX_RANK - rank):
             step, rest = divmod(axis_strides[k], a.itemsize)
             if step < 0 or rest:
-                return False
+                return None
             row[d] = step
-    addresses = [a.__array_interface__["data"][0] for a in bases]
     for k in range(len(bases), 4):  # unused operands: the first again (loads optimised away)
-        addresses.append(addresses[1])
         dtypes.append(dtypes[1])
         strides[k] = strides[1]
     shape = [1] * (MAX_RANK - rank) + [n for n, _ in axes]
-    walk = _state["kernels"].walker(name, dtypes)
-    if walk is None:  # numba could not compile it (warned once)
-        return False
-    where = np.array(addresses, np.int64)
     steps = np.array(strides, np.int64)
     lengths = np.array(shape, np.int64)
-    claimed = np.zeros(1, np.int64)  # rows handed out so far: the walkers share it
-    chunk = max(1, CHUNK_BYTES // (shape[-1] * out.itemsize))
-
-    def task(i: int) -> None:
-        walk(where, *dtypes, steps, lengths, claimed, chunk, stream)
-
-    run_blocks(task, min(threads, math.prod(shape[:-1])), threads)
-    return True
+    return _Walk(
+        tuple(tiles),
+        tuple(dtypes),
+        steps,
+        lengths,
+        math.prod(shape[:-1]),
+        shape[-1] * out.itemsize,
+    )
 
 
 def _split_inner(axes: list[_layout.Axis], parts: int) -> list[_layout.Axis]:

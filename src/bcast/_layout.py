@@ -22,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-__all__ = ["arrange", "blocks", "walk_axes"]
+__all__ = ["Axis", "Tile", "arrange", "blocks", "make_tile", "walk_axes"]
 
 INNER_MIN: Final = 8192
 """An inner loop shorter than this (elements) is lengthened by tiling, where possible.
@@ -95,13 +95,19 @@ def arrange(
 
 
 def walk_axes(
-    out: np.ndarray[Any, Any], views: Sequence[np.ndarray[Any, Any]], *, max_tile_bytes: int
+    out: np.ndarray[Any, Any],
+    views: Sequence[np.ndarray[Any, Any]],
+    *,
+    max_tile_bytes: int,
+    tiles: list[Tile] | None = None,
 ) -> tuple[list[np.ndarray[Any, Any]], list[Axis]] | None:
     """Return what `arrange` views, without the views: the arrays and the axes to walk.
 
     The arrays are ``out`` and one per operand (the operand itself or its tile); each axis
     is ``(length, [stride in bytes of each array])``, outermost first. Building the views
-    costs about 8 us each (``as_strided``); the compiled path reads this directly.
+    costs about 8 us each (``as_strided``); the compiled path reads this directly. Each
+    tile made is appended to ``tiles``, as `make_tile` makes it again from arrays of the
+    same layout.
 
     >>> import numpy as np
     >>> out = np.zeros((4, 3, 2))
@@ -128,7 +134,7 @@ def walk_axes(
         step = None
         for k in _folds(n2, n1):
             if fixed + per_row * k <= budget:  # else a step would build views to refuse it
-                step = _tile_step(bases, axes, out.itemsize, budget, k)
+                step = _tile_step(bases, axes, out.itemsize, budget, k, tiles)
                 if step is not None:
                     break
         if step is None:
@@ -164,6 +170,26 @@ def _folds_cached(n: int, limit: int) -> tuple[int, ...]:
     return tuple(sorted((d for d in found if 2 <= d <= limit), reverse=True))
 
 
+Tile = tuple[int, tuple[int, ...], tuple[int, ...], tuple[slice, ...], tuple[int, ...]]
+"""How `walk_axes` made a tile: ``(array index, shape, strides, kept part, tile shape)``."""
+
+
+def make_tile(base: np.ndarray[Any, Any], recipe: Tile) -> np.ndarray[Any, Any]:
+    """Copy the part of ``base`` that ``recipe`` names into a new contiguous tile.
+
+    >>> import numpy as np
+    >>> row = np.arange(3.0)
+    >>> make_tile(row, (1, (2, 3), (0, 8), (), (6,)))  # two rows of a stretched row
+    array([0., 1., 2., 0., 1., 2.])
+    """
+    _, shape, strides, keep, tile_shape = recipe
+    if base.flags.c_contiguous:  # a view of its buffer: 2 us, where as_strided takes 8
+        small = np.ndarray(shape, base.dtype, buffer=base, strides=strides)[keep]
+    else:
+        small = as_strided(base, shape, strides, writeable=False)[keep]
+    return np.ascontiguousarray(small).reshape(tile_shape)
+
+
 def _tile_cost(bases: list[np.ndarray[Any, Any]], axes: list[Axis]) -> tuple[int, int]:
     """Return the bytes the tiles of a fold of ``k`` rows take, as ``fixed + per_row * k``.
 
@@ -183,7 +209,12 @@ def _tile_cost(bases: list[np.ndarray[Any, Any]], axes: list[Axis]) -> tuple[int
 
 
 def _tile_step(
-    bases: list[np.ndarray[Any, Any]], axes: list[Axis], itemsize: int, budget: int, k: int
+    bases: list[np.ndarray[Any, Any]],
+    axes: list[Axis],
+    itemsize: int,
+    budget: int,
+    k: int,
+    tiles: list[Tile] | None = None,
 ) -> tuple[list[np.ndarray[Any, Any]], list[Axis], int] | None:
     """Fold ``k`` rows of the next axis into the inner one; tile operands that need it."""
     (n2, s2), (n1, s1) = axes[-2], axes[-1]
@@ -207,9 +238,10 @@ def _tile_step(
         used += math.prod(kept) * k * n1 * base.itemsize  # known before any view is made
         if used > budget:
             return None
-        small = as_strided(base, shape, strides, writeable=False)[keep]
-        tile = np.ascontiguousarray(small).reshape((*small.shape[:-2], k * n1))
-        new_bases[j] = tile
+        recipe = (j, tuple(shape), tuple(strides), keep, (*kept, k * n1))
+        tile = new_bases[j] = make_tile(base, recipe)
+        if tiles is not None:
+            tiles.append(recipe)
         for axis, st in enumerate(strides[:-3]):
             lead_strides[axis][j] = 0 if st == 0 else tile.strides[axis]
         row_strides.append(0 if strides[-3] == 0 else tile.strides[-2])

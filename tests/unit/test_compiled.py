@@ -21,7 +21,13 @@ from bcast import _compiled, _layout, engine, ops
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
 # Every large-work path forced: compiled, split over 3 threads, streaming stores on.
-FORCED = {"threads": 3, "parallel_min": 1, "blocks_per_thread": 3, "stream_min_bytes": 0}
+FORCED = {
+    "threads": 3,
+    "parallel_min": 1,
+    "compiled_thread_work": 1,
+    "blocks_per_thread": 3,
+    "stream_min_bytes": 0,
+}
 
 
 @pytest.fixture
@@ -37,6 +43,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
 
     monkeypatch.setattr(_compiled, "run", spy)
     monkeypatch.setattr(_compiled, "CHUNK_BYTES", 1)  # threads claim one row at a time
+    monkeypatch.setattr(_compiled, "_walks", {})  # every layout planned afresh
     yield seen
 
 
@@ -147,15 +154,34 @@ def test_threads_compute_every_row(
     assert calls == [("add", True)] * 2
 
 
+def test_small_compiled_work_takes_fewer_threads(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> None:
+    threads: list[int] = []
+    spy = _compiled.run
+
+    def record(*args: Any, **kwargs: Any) -> bool:
+        threads.append(kwargs["threads"])
+        return spy(*args, **kwargs)
+
+    monkeypatch.setattr(_compiled, "run", record)
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)  # 6000 elements of work
+    for per_thread in (1, 2000, 3000, 6001):
+        with engine.settings(**{**FORCED, "compiled_thread_work": per_thread}):
+            same_bits(ops.sub(a, b), a - b)
+    assert threads == [3, 3, 2, 1]
+    assert calls == [("sub", True)] * 4
+
+
 def test_the_compiled_path_tiles_within_its_own_budget(
     monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
 ) -> None:
     budgets: list[int] = []
     real = _layout.walk_axes
 
-    def spy(out: Any, views: Any, *, max_tile_bytes: int) -> Any:
+    def spy(out: Any, views: Any, *, max_tile_bytes: int, **kwargs: Any) -> Any:
         budgets.append(max_tile_bytes)
-        return real(out, views, max_tile_bytes=max_tile_bytes)
+        return real(out, views, max_tile_bytes=max_tile_bytes, **kwargs)
 
     monkeypatch.setattr(_layout, "walk_axes", spy)
     a, b = np.arange(6400, dtype=np.float32).reshape(100, 64), np.arange(64, dtype=np.float32)
@@ -164,6 +190,30 @@ def test_the_compiled_path_tiles_within_its_own_budget(
             same_bits(ops.add(a, b), a + b)
     assert budgets == [0, 4096]
     assert calls == [("add", True)] * 2
+
+
+def test_a_repeated_layout_is_planned_once_and_tiled_with_each_calls_values(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> None:
+    planned: list[int] = []
+    real = _layout.walk_axes
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        planned.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_layout, "walk_axes", spy)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((200, 6, 40)).astype(np.float32)
+    with engine.settings(**FORCED, compiled_tile_bytes=1 << 20):
+        for _ in range(3):
+            b = rng.standard_normal((6, 40)).astype(np.float32)  # new values, one layout
+            c = rng.standard_normal((6, 40)).astype(np.float32)
+            same_bits(ops.add(a, b), a + b)  # b is tiled
+            same_bits(ops.where(a > 0, b, c), np.where(a > 0, b, c))  # b and c are
+    assert len(planned) == 2
+    assert [len(walk.tiles) for walk in _compiled._walks.values()] == [1, 2]  # type: ignore[attr-defined]
+    assert calls == [("add", True), ("where", True)] * 3
 
 
 def test_streaming_into_unaligned_outputs(calls: list[tuple[str, bool]]) -> None:

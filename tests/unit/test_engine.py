@@ -18,7 +18,13 @@ from bcast import _layout, _parallel, engine, ops
 from bcast.errors import BroadcastError
 
 # Threads forced, work split into small (odd-sized) blocks, tiles allowed.
-SPLIT = {"threads": 3, "parallel_min": 1, "block_bytes": 24, "blocks_per_thread": 5}
+SPLIT = {
+    "threads": 3,
+    "parallel_min": 1,
+    "compiled_thread_work": 1,
+    "block_bytes": 24,
+    "blocks_per_thread": 5,
+}
 SINGLE = {"threads": 1, "parallel_min": 1 << 62}
 
 
