@@ -47,6 +47,33 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
     yield seen
 
 
+def _record_options(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any]:
+    """Record the keyword arguments of each call of ``owner.name``, which still runs."""
+    seen: list[dict[str, Any]] = []
+    real = getattr(owner, name)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return seen
+
+
+@pytest.fixture
+def run_options(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> list[dict[str, Any]]:
+    """The keyword arguments of each call of `bcast._compiled.run` (threads, stream...)."""
+    return _record_options(monkeypatch, _compiled, "run")
+
+
+@pytest.fixture
+def plans(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keyword arguments of each layout the compiled path plans (`walk_axes`)."""
+    return _record_options(monkeypatch, _layout, "walk_axes")
+
+
 def same_bits(got: np.ndarray, want: np.ndarray) -> None:
     assert got.shape == want.shape
     assert got.dtype == want.dtype
@@ -155,54 +182,30 @@ def test_threads_compute_every_row(
 
 
 def test_small_compiled_work_takes_fewer_threads(
-    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+    run_options: list[dict[str, Any]], calls: list[tuple[str, bool]]
 ) -> None:
-    threads: list[int] = []
-    spy = _compiled.run
-
-    def record(*args: Any, **kwargs: Any) -> bool:
-        threads.append(kwargs["threads"])
-        return spy(*args, **kwargs)
-
-    monkeypatch.setattr(_compiled, "run", record)
     a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)  # 6000 elements of work
     for per_thread in (1, 2000, 3000, 6001):
         with engine.settings(**{**FORCED, "compiled_thread_work": per_thread}):
             same_bits(ops.sub(a, b), a - b)
-    assert threads == [3, 3, 2, 1]
+    assert [options["threads"] for options in run_options] == [3, 3, 2, 1]
     assert calls == [("sub", True)] * 4
 
 
 def test_the_compiled_path_tiles_within_its_own_budget(
-    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+    plans: list[dict[str, Any]], calls: list[tuple[str, bool]]
 ) -> None:
-    budgets: list[int] = []
-    real = _layout.walk_axes
-
-    def spy(out: Any, views: Any, *, max_tile_bytes: int, **kwargs: Any) -> Any:
-        budgets.append(max_tile_bytes)
-        return real(out, views, max_tile_bytes=max_tile_bytes, **kwargs)
-
-    monkeypatch.setattr(_layout, "walk_axes", spy)
     a, b = np.arange(6400, dtype=np.float32).reshape(100, 64), np.arange(64, dtype=np.float32)
     for budget in (0, 4096):
         with engine.settings(**FORCED, compiled_tile_bytes=budget, max_tile_bytes=1 << 20):
             same_bits(ops.add(a, b), a + b)
-    assert budgets == [0, 4096]
+    assert [plan["max_tile_bytes"] for plan in plans] == [0, 4096]
     assert calls == [("add", True)] * 2
 
 
 def test_a_repeated_layout_is_planned_once_and_tiled_with_each_calls_values(
-    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+    plans: list[dict[str, Any]], calls: list[tuple[str, bool]]
 ) -> None:
-    planned: list[int] = []
-    real = _layout.walk_axes
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        planned.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(_layout, "walk_axes", spy)
     rng = np.random.default_rng(7)
     a = rng.standard_normal((200, 6, 40)).astype(np.float32)
     with engine.settings(**FORCED, compiled_tile_bytes=1 << 20):
@@ -211,7 +214,7 @@ def test_a_repeated_layout_is_planned_once_and_tiled_with_each_calls_values(
             c = rng.standard_normal((6, 40)).astype(np.float32)
             same_bits(ops.add(a, b), a + b)  # b is tiled
             same_bits(ops.where(a > 0, b, c), np.where(a > 0, b, c))  # b and c are
-    assert len(planned) == 2
+    assert len(plans) == 2
     assert [len(walk.tiles) for walk in _compiled._walks.values()] == [1, 2]  # type: ignore[attr-defined]
     assert calls == [("add", True), ("where", True)] * 3
 
@@ -238,21 +241,13 @@ def test_plain_stores_below_the_streaming_size(calls: list[tuple[str, bool]]) ->
 
 
 def test_streaming_counts_the_operands_bytes_with_the_output(
-    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+    run_options: list[dict[str, Any]], calls: list[tuple[str, bool]]
 ) -> None:
-    streamed: list[bool] = []
-    spy = _compiled.run
-
-    def record(*args: Any, stream: bool, **kwargs: Any) -> bool:
-        streamed.append(stream)
-        return spy(*args, stream=stream, **kwargs)
-
-    monkeypatch.setattr(_compiled, "run", record)
     a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)  # 48000 + 800 bytes in
     for limit in (48_001, 96_800, 96_801):  # the output alone: 48000 bytes
         with engine.settings(**{**FORCED, "stream_min_bytes": limit}):
             same_bits(ops.sub(a, b), a - b)
-    assert streamed == [True, True, False]
+    assert [options["stream"] for options in run_options] == [True, True, False]
     assert calls == [("sub", True)] * 3
 
 
