@@ -20,7 +20,7 @@ Large NumPy work goes through one path (`_compute`):
 With numba installed (the ``fast`` extra), a kernel that names a compiled form
 (``Kernel.compiled``) runs instead as compiled row walkers over the same arrangement (with
 smaller tiles, `Settings.compiled_tile_bytes`), one per thread, which claim rows from a
-shared counter, with streaming stores for outputs larger than the cache
+shared counter, with streaming stores where the output and operands exceed the cache
 (`bcast._compiled`); its results are NumPy's, bit for bit (float32 Pow: within one unit in
 the last place).
 
