@@ -12,7 +12,7 @@ import functools
 import itertools
 import operator
 from collections.abc import Callable, Mapping, Sequence, Set
-from typing import Final
+from typing import Any, Final
 
 from bcast.dim import Dim, intersect_dims, merge_dims, merge_into
 from bcast.errors import BroadcastError, show_int, show_ints
@@ -170,8 +170,8 @@ def broadcast_shapes(
         # of about 60 ns each, of 780 ns in all, measured).
         try:
             found = _CACHE.get(shapes)
-        except TypeError:  # unhashable (lists): nothing to look up or store, no second try
-            return _plan(shapes, mode, axis, axes_mapping).output
+        except TypeError:  # lists: as tuples, when they hold plain ints (12 us -> 2 us)
+            return _from_lists(shapes)
         if found is not None:
             for s in shapes:
                 if type(s) is not tuple:
@@ -192,6 +192,24 @@ def broadcast_shapes(
     if found is not None and _cacheable(shapes, axis, axes_mapping):
         return found.output
     return plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping).output
+
+
+def _from_lists(shapes: tuple[Any, ...]) -> Shape:
+    """`broadcast_shapes` of shapes given as lists, through the cache where they allow it.
+
+    Lists of plain ints are looked up (and planned) as the tuples they equal; anything else
+    takes the full path with the shapes as given, so its errors name them as they came.
+    """
+    key = tuple(tuple(s) if type(s) is list else s for s in shapes)
+    try:
+        found = _CACHE.get(key)
+    except TypeError:  # nested lists, or other unhashable things: the full path explains
+        return _plan(shapes, _NUMPY, _DEFAULT_AXIS, None).output
+    if not _cacheable(key, _DEFAULT_AXIS, None):
+        return _plan(shapes, _NUMPY, _DEFAULT_AXIS, None).output
+    if found is None:
+        found = plan(*key)
+    return found.output
 
 
 # -- the boundary ------------------------------------------------------------------------

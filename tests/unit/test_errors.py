@@ -259,6 +259,22 @@ def test_bool_dims_are_rejected_even_after_an_equal_int_shape_was_seen() -> None
         bcast.broadcast_shapes((1,), (2.0,))  # type: ignore[arg-type]
 
 
+def test_list_shapes_are_answered_like_tuples_and_checked_like_them() -> None:
+    # lists of plain ints are looked up as the equal tuples; anything else is not
+    assert bcast.broadcast_shapes((1,), (2,)) == (2,)
+    assert bcast.broadcast_shapes([1], [2]) == (2,)
+    assert bcast.broadcast_shapes([1], (2,)) == (2,)
+    with pytest.raises(TypeError):
+        bcast.broadcast_shapes([True], [2])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        bcast.broadcast_shapes([1], [2.0])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        bcast.broadcast_shapes([[1]], [2])  # type: ignore[list-item]
+    for _ in range(2):  # failures are never cached
+        with pytest.raises(BroadcastError, match="cannot broadcast"):
+            bcast.broadcast_shapes([2, 3], [4])
+
+
 def test_negative_dims_are_rejected() -> None:
     with pytest.raises(BroadcastError, match="non-negative") as excinfo:
         bcast.broadcast_shapes((2, -3), (3,))
