@@ -166,17 +166,3 @@ def run_blocks(
                 future.result()
     if failed:
         raise failed[0]
-
-
-def split(total: int, parts: int) -> list[tuple[int, int]]:
-    """Cut ``range(total)`` into ``parts`` nearly equal ``(start, stop)`` ranges (none empty).
-
-    >>> split(10, 3)
-    [(0, 4), (4, 7), (7, 10)]
-    """
-    parts = max(1, min(parts, total))
-    step, extra = divmod(total, parts)
-    bounds = [0]
-    for k in range(parts):
-        bounds.append(bounds[-1] + step + (1 if k < extra else 0))
-    return list(itertools.pairwise(bounds))

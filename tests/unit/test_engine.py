@@ -6,7 +6,6 @@ Every test compares the engine's split, threaded path (forced onto small arrays 
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -413,9 +412,3 @@ def _no_leaked_settings() -> Iterator[None]:
 
 def _quiet() -> Any:
     return np.errstate(all="ignore")
-
-
-def test_split_ranges() -> None:
-    for total, parts in itertools.product(range(0, 12), range(1, 5)):
-        ranges = _parallel.split(total, parts)
-        assert sum(b - a for a, b in ranges) == total
