@@ -478,7 +478,7 @@ def library_versions() -> dict[str, str | None]:
             out[mod] = str(v)
         except ImportError:
             out[mod] = None
-    from bcast import _compiled
+    from bcast.engine import compiled as _compiled
 
     # which path bcast's large work took in this run (numba missing, or BCAST_COMPILED=0)
     out["bcast kernels"] = "compiled (numba)" if _compiled.available() else "NumPy"

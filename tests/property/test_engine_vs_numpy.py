@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from bcast import _compiled, engine, ops
+from bcast import engine, ops
+from bcast.engine import compiled as _compiled
 
 OPERATIONS: dict[str, Any] = {
     "add": (ops.add, np.add),

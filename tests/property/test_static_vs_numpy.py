@@ -5,7 +5,7 @@
 - ``pdpd``, ``explicit`` and ``none``: small oracles written in this file straight from the
   specification texts (OpenVINO "Broadcast Rules For Elementwise Operations", PDPD rules 1-5;
   Broadcast-1/3 explicit mode) plus the decisions of DESIGN §3 where the texts are silent. They
-  are deliberately naive (loops over the definition) and share no code with ``bcast.rules``.
+  are deliberately naive (loops over the definition) and share no code with ``bcast.core.rules``.
 
 Shapes come from `hypothesis.extra.numpy` strategies (so that most cases broadcast) and from
 free random small shapes with dims 0..4 (so that failures are generated too).
@@ -303,16 +303,18 @@ def test_two_operand_modes_reject_other_counts(mode: str, count: int) -> None:
 def test_shapes_of_plain_ints_build_the_plan_that_shape_objects_build(
     shapes: list[Shape], kind: type
 ) -> None:
-    # Tuples and lists of plain ints become shared Shapes (bcast.shape._small_static, cached
+    # Tuples and lists of plain ints become shared Shapes (bcast.core.shape._small_static, cached
     # per tuple); Shape objects are taken as they are. Both must give the same Plan
     # (operands, output, alignment), or both the same error.
     fast = general = None
     try:
-        fast = bcast.rules._plan(tuple(kind(s) for s in shapes), "numpy", -1, None)
+        fast = bcast.core.rules.apply_rule(tuple(kind(s) for s in shapes), "numpy", -1, None)
     except bcast.BroadcastError as err:
         fast_error = err
     try:
-        general = bcast.rules._plan(tuple(bcast.Shape(s) for s in shapes), "numpy", -1, None)
+        general = bcast.core.rules.apply_rule(
+            tuple(bcast.Shape(s) for s in shapes), "numpy", -1, None
+        )
     except bcast.BroadcastError as err:
         general_error = err
     if general is None:

@@ -14,8 +14,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from bcast import Shape
-from bcast.check import Graph, Node, Rule, Severity, check_graph, propagate_shapes
-from bcast.modes import Mode
+from bcast.core.modes import Mode
+from bcast.models import Graph, Node, Rule, Severity, check_graph, propagate_shapes
 from bcast.onnx.reader import read_onnx
 
 F = TensorProto.FLOAT
@@ -365,7 +365,7 @@ def test_select_pdpd_merges_else_into_then_first():
 
 
 def test_cycles_are_rejected():
-    from bcast.check import ModelError
+    from bcast.models import ModelError
 
     g = Graph("m", "onnx", shapes={})
     g.nodes.append(Node("a", "Relu", ("y",), ("x",)))

@@ -24,7 +24,7 @@ from click.testing import CliRunner, Result
 from bcast import Mode
 from bcast.cli import main
 from bcast.cli.shapes import MODE_NAMES
-from bcast.modes import ALIASES
+from bcast.core.modes import ALIASES
 
 WIDTH = 80
 # A fixed, non-TTY terminal: no colour forced on, 80 columns.

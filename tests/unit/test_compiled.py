@@ -1,4 +1,4 @@
-"""The compiled path (`bcast._compiled`, numba): exactly NumPy's results, or NumPy's path.
+"""The compiled path (`bcast.engine.compiled`, numba): exactly NumPy's results, or NumPy's path.
 
 Every comparison is against NumPy itself (the ufunc, ``np.where``, ``np.broadcast_to``),
 bit for bit, with the compiled path forced onto small arrays and checked to have run. No
@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bcast import _compiled, _layout, engine, ops
+from bcast import engine, ops
+from bcast.engine import compiled as _compiled
+from bcast.engine import layout as _layout
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
@@ -32,7 +34,7 @@ FORCED = {
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
-    """Record (operation, whether it ran) for each call of `bcast._compiled.run`."""
+    """Record (operation, whether it ran) for each call of `bcast.engine.compiled.run`."""
     seen: list[tuple[str, bool]] = []
     real = _compiled.run
 
@@ -64,7 +66,7 @@ def _record_options(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> l
 def run_options(
     monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
 ) -> list[dict[str, Any]]:
-    """The keyword arguments of each call of `bcast._compiled.run` (threads, stream...)."""
+    """The keyword arguments of each call of `bcast.engine.compiled.run` (threads, stream...)."""
     return _record_options(monkeypatch, _compiled, "run")
 
 
@@ -391,7 +393,7 @@ def test_a_kernel_numba_cannot_compile_warns_once_and_numpy_computes(
 ) -> None:
     from numba.core.errors import TypingError
 
-    from bcast import _numba_kernels
+    from bcast.engine import numba_kernels as _numba_kernels
 
     def refuse(signature: Any) -> Any:
         raise TypingError("no implementation\nmore lines")
@@ -427,7 +429,7 @@ def test_misaligned_arrays_stay_on_numpy(calls: list[tuple[str, bool]]) -> None:
 def test_the_walker_never_streams_where_it_cannot_align() -> None:
     # called directly, streaming asked for, into float32 elements one byte off alignment:
     # aligned vector streaming stores there would fault
-    from bcast import _numba_kernels
+    from bcast.engine import numba_kernels as _numba_kernels
 
     assert _compiled.available()
     out = np.zeros(4 * 4099 + 1, np.uint8)[1:].view(np.float32)
@@ -459,11 +461,11 @@ def test_a_numba_that_cannot_load_the_kernels_turns_the_path_off(
 
     class Refuse(importlib.abc.MetaPathFinder):
         def find_spec(self, name: str, path: Any, target: Any = None) -> None:
-            if name == "bcast._numba_kernels":
+            if name == "bcast.engine.numba_kernels":
                 raise RuntimeError("cannot cache function 'walk': no locator available")
 
-    monkeypatch.delitem(sys.modules, "bcast._numba_kernels", raising=False)
-    monkeypatch.delattr(bcast, "_numba_kernels", raising=False)
+    monkeypatch.delitem(sys.modules, "bcast.engine.numba_kernels", raising=False)
+    monkeypatch.delattr(bcast.engine, "numba_kernels", raising=False)
     monkeypatch.setattr(sys, "meta_path", [Refuse(), *sys.meta_path])
     monkeypatch.setattr(_compiled, "_state", {})
     with pytest.warns(RuntimeWarning, match=r"compiled path is off.*no locator"):

@@ -531,7 +531,7 @@ def unknown(values: np.ndarray, keep: np.ndarray) -> Any:
 
 def test_unknown_dims_plan_as_question_marks() -> None:
     y = unknown(np.arange(6.0), np.array([1, 0, 1, 1, 0, 1], bool))
-    assert bcast.arrays.dims_of(y) == (None,)
+    assert bcast.arrays.library_of(y).dims(y) == (None,)
     got = ops.add(y[:, None], np.arange(3.0))
     assert np.isnan(got.shape[0]) and got.shape[1] == 3
     np.testing.assert_array_equal(got.compute(), np.array([0.0, 2, 3, 5])[:, None] + np.arange(3.0))

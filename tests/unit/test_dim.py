@@ -12,7 +12,7 @@ import pytest
 
 import bcast
 from bcast import BroadcastError, Dim
-from bcast.dim import MAX_DIM, merge_dims, merge_into
+from bcast.core.dim import MAX_DIM, merge_dims, merge_into
 
 # -- construction ------------------------------------------------------------------------
 

@@ -13,8 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bcast import _layout, _parallel, engine, ops
-from bcast.errors import BroadcastError
+from bcast import engine, ops
+from bcast.core.errors import BroadcastError
+from bcast.engine import executor
+from bcast.engine import layout as _layout
+from bcast.engine import parallel as _parallel
 
 # Threads forced, work split into small (odd-sized) blocks, tiles allowed.
 SPLIT = {
@@ -249,10 +252,10 @@ def test_settings_restore_and_env_override(monkeypatch: pytest.MonkeyPatch) -> N
         assert engine.get_settings().threads == 5
     assert engine.get_settings() == before
     monkeypatch.setenv("BCAST_NUM_THREADS", "3")
-    assert engine._threads(1e12) == 3
+    assert executor._threads(1e12) == 3
     monkeypatch.setenv("BCAST_NUM_THREADS", "nonsense")
-    assert 1 <= engine._threads(1e12) <= _parallel.cores()
-    assert engine._threads(1) == 1  # small work: one thread
+    assert 1 <= executor._threads(1e12) <= _parallel.cores()
+    assert executor._threads(1) == 1  # small work: one thread
 
 
 # -- the tiny path ---------------------------------------------------------------------------

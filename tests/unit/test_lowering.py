@@ -22,7 +22,7 @@ from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
 import bcast
 import bcast.onnx
-from bcast.lowering import apply_numpy, broadcast_operands, lower
+from bcast.core.lowering import apply_numpy, broadcast_operands, lower
 
 Shape = tuple[int, ...]
 SIDE = {"min_side": 0, "max_side": 4}

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from bcast import BroadcastError, Dim, Shape
-from bcast.shape import as_shape
+from bcast.core.shape import as_shape
 
 # -- construction ------------------------------------------------------------------------
 

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 from onnx import TensorProto, helper, numpy_helper
 
-from bcast.check import ModelError
 from bcast.cli import main
+from bcast.models import ModelError
 from bcast.onnx.verify import verify_model
 from bcast.ops import memory_limit
 

@@ -13,8 +13,9 @@ import click
 import bcast
 
 from ._output import BcastGroup
-from .models import check, verify
+from .check_cmd import check
 from .shapes import explain, shape
+from .verify_cmd import verify
 
 __all__ = ["main"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from rich import box
 from rich.console import Console, Group
@@ -17,11 +17,11 @@ from rich.table import Table
 from rich.text import Text
 
 import bcast
-from bcast.dim import Dim
-from bcast.errors import BroadcastError
-from bcast.modes import Mode
-from bcast.plans import Plan, labels_for
-from bcast.shape import Shape
+from bcast.core.dim import Dim
+from bcast.core.errors import BroadcastError
+from bcast.core.modes import Mode
+from bcast.core.plans import Plan, labels_for
+from bcast.core.shape import Shape
 
 from ._output import broadcast_error_json, print_unclipped
 
@@ -79,6 +79,11 @@ class _Layout:
     """Per operand, per column: which of its axes lands there."""
     dropped: tuple[tuple[int, int, Dim], ...]
     """(operand, operand axis, dim) for every axis the mode drops (PDPD's trailing ones)."""
+
+
+def _shapes(err: BroadcastError) -> Sequence[Shape]:
+    """Return the error's operands (the rules put `Shape` values there; typed as drawable)."""
+    return cast("Sequence[Shape]", err.shapes)
 
 
 def _layout(
@@ -353,7 +358,7 @@ def render_error(console: Console, request: Request, err: BroadcastError) -> Non
     console.print(Text(_rule_sentence(request, None), style="dim"))
     console.print()
     if err.alignment is not None and err.out_rank is not None:
-        layout = _layout(err.shapes, err.alignment, err.out_rank, err.labels)
+        layout = _layout(_shapes(err), err.alignment, err.out_rank, err.labels)
         print_unclipped(console, _table(layout, result=None, stretched=set(), failing=err.axis))
         counts_as_one = err.mode not in (Mode.NONE.value, Mode.PDPD.value)
         console.print(Group(*_legend(layout, counts_as_one=counts_as_one), Text("")))
@@ -382,7 +387,7 @@ def explain_error_json(request: Request, err: BroadcastError) -> dict[str, Any]:
     axes: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
     if err.alignment is not None and err.out_rank is not None:
-        layout = _layout(err.shapes, err.alignment, err.out_rank, err.labels)
+        layout = _layout(_shapes(err), err.alignment, err.out_rank, err.labels)
         axes = _axes_json(layout, None, set())
         dropped = [{"operand": i, "axis": k, "dim": str(d)} for i, k, d in layout.dropped]
     return {

@@ -24,7 +24,7 @@ import click
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
 
-from bcast.errors import BroadcastError
+from bcast.core.errors import BroadcastError
 
 __all__ = [
     "BcastGroup",

@@ -2,7 +2,7 @@
 
 Both commands parse their arguments, call `bcast.plan` once (through `Request.apply`) and
 render the `Plan` or the `BroadcastError` it gives; they contain no rule. ``shape`` prints
-the output shape, or the error whose picture is `bcast.errors.format_alignment`;
+the output shape, or the error whose picture is `bcast.core.errors.format_alignment`;
 ``explain`` hands over to `bcast.cli._explain`.
 """
 
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from bcast.dim import MAX_DIM
-from bcast.errors import BroadcastError, show_text
-from bcast.modes import ALIASES, Mode
-from bcast.shape import Shape
+from bcast.core.dim import MAX_DIM
+from bcast.core.errors import BroadcastError, show_text
+from bcast.core.modes import ALIASES, Mode
+from bcast.core.shape import Shape
 
 from ._explain import Request, explain_error_json, explain_json, render_error, render_plan
 from ._output import ExitCode, broadcast_error_json, emit_json, exit_with, fail_usage

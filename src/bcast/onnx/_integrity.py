@@ -12,7 +12,7 @@ from typing import Final
 import numpy as np
 import onnx
 
-from bcast.check import ModelError
+from bcast.models import ModelError
 
 __all__ = ["check_integrity", "graphs"]
 

@@ -1,7 +1,7 @@
 """Lower any broadcasting `Plan` to standard ONNX nodes (Squeeze, Unsqueeze, Expand).
 
 A PDPD, explicit, unidirectional or bidirectional broadcast has no ONNX operator of its own,
-but every plan becomes one after `bcast.lowering.lower` has written it as axis steps: each
+but every plan becomes one after `bcast.core.lowering.lower` has written it as axis steps: each
 broadcast operand is squeezed (PDPD's trailing ones), unsqueezed to the output's rank, and
 expanded to the output shape with ONNX ``Expand`` (which is bidirectional, so expanding an
 aligned operand to the output is exactly the multidirectional broadcast).
@@ -24,13 +24,13 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from bcast.dim import Dim
-from bcast.lowering import LoweredOperand
-from bcast.lowering import lower as lower_plan
-from bcast.modes import Mode
-from bcast.plans import Plan
-from bcast.rules import plan as make_plan
-from bcast.shape import Shape, ShapeLike
+from bcast.core.dim import Dim
+from bcast.core.lowering import LoweredOperand
+from bcast.core.lowering import lower as lower_plan
+from bcast.core.modes import Mode
+from bcast.core.planning import plan as make_plan
+from bcast.core.plans import Plan
+from bcast.core.shape import Shape, ShapeLike
 
 __all__ = ["MIN_OPSET", "OnnxLowering", "lower"]
 

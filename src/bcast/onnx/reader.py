@@ -1,4 +1,4 @@
-"""Read an ONNX model into the checker's graph IR (`bcast.check.Graph`).
+"""Read an ONNX model into the checker's graph IR (`bcast.models.Graph`).
 
 The model is read with ``onnx`` itself, without loading external data (so a hostile model
 cannot make bcast open files outside it). Shapes are kept as written: a ``dim_param`` is a
@@ -10,7 +10,7 @@ and ``Constant`` nodes: Expand targets, Reshape shapes) are read as values, and 
 targets computed in the graph (``Shape`` → ``Gather`` → ``Concat``...), through ONNX's data
 propagation: symbols stay symbols.
 
-If/Loop/Scan bodies and the bodies of model-local functions become `bcast.check.Subgraph`
+If/Loop/Scan bodies and the bodies of model-local functions become `bcast.models.Subgraph`
 objects of the node that runs them; their nodes are named by path (``if_node/then_branch/add``).
 The rule of an operator is the one of the operator set the model imports: before opset 7 the
 element-wise operators broadcast only with ``broadcast=1``.
@@ -33,22 +33,28 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 from onnx import numpy_helper
 
-from bcast.check import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
-from bcast.dim import Dim
-from bcast.errors import BroadcastError
-from bcast.modes import Mode
+from bcast.core.modes import Mode
+from bcast.core.shape import Shape
+from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
 from bcast.onnx._integrity import check_integrity, graphs
-from bcast.shape import Shape
+from bcast.onnx.protos import (
+    DEFAULT_DOMAINS,
+    attribute,
+    constant_node_ints,
+    item_size,
+    read_opsets,
+    shape_of,
+    tensor_ints,
+)
 
 __all__ = ["MULTIDIRECTIONAL_OPS", "load_model", "read_onnx"]
 
@@ -63,13 +69,9 @@ MULTIDIRECTIONAL_OPS: Final = frozenset(
 
 _SAME_SHAPE_BEFORE_8: Final = frozenset({"Max", "Min", "Sum", "Mean"})  # opsets 1 and 6
 _NORMALIZATION: Final = frozenset({"LayerNormalization", "RMSNormalization"})
-_DEFAULT_DOMAINS: Final = frozenset({"", "ai.onnx"})
-_MAX_CONSTANT: Final = 64  # elements: shape-like constants only
 _MAX_DEPTH: Final = 16  # nested bodies and function calls
 _MAX_CALLS: Final = 2000  # function bodies read per model (each costs an inference run)
 _PROBE: Final = "bcast::probe"  # not a name exporters write: ':' is rare, '::' rarer
-_UNK: Final = re.compile(r"unk__\d+")
-_BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
 
 _Opsets = Mapping[str, int]
 _FunctionKey = tuple[str, str, str]
@@ -77,7 +79,7 @@ _Inferred = tuple[onnx.ModelProto, onnx.ModelProto | None, dict[str, str]]
 
 
 def read_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> Graph:
-    """Read an ONNX model file (or a ``ModelProto``) into a `bcast.check.Graph`.
+    """Read an ONNX model file (or a ``ModelProto``) into a `bcast.models.Graph`.
 
     Parameters
     ----------
@@ -141,7 +143,7 @@ def _infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, st
     probes: dict[str, str] = {}
     added: list[tuple[onnx.GraphProto, int]] = []
     counter = itertools.count()
-    if _opsets(model.opset_import).get("", 0) >= 8:  # Expand exists from opset 8
+    if read_opsets(model.opset_import).get("", 0) >= 8:  # Expand exists from opset 8
         for graph in list(graphs(model.graph)):
             size = len(graph.node)
             if _add_probes(graph, probes, counter):
@@ -162,7 +164,7 @@ def _add_probes(graph: onnx.GraphProto, probes: dict[str, str], counter: Iterato
         n.input[1]
         for n in graph.node
         if n.op_type == "Expand"
-        and n.domain in _DEFAULT_DOMAINS
+        and n.domain in DEFAULT_DOMAINS
         and len(n.input) > 1
         and n.input[1]
         and n.input[1] not in known
@@ -198,7 +200,7 @@ class _Reader:
     def read(self) -> Graph:
         inferred, probes = _infer(self.model)
         peer = inferred.graph if inferred is not None else None
-        opsets = _opsets(self.model.opset_import)
+        opsets = read_opsets(self.model.opset_import)
         return self.graph(self.model.graph, peer, probes, opsets, _Scope(), 0)
 
     def graph(
@@ -222,22 +224,22 @@ class _Reader:
         for init in proto.initializer:
             graph.shapes[init.name] = Shape(max(int(d), 0) for d in init.dims)
             types[init.name] = onnx.helper.make_tensor_type_proto(init.data_type, init.dims)
-            _item_size(graph, init.name, init.data_type)
-            value = _tensor_ints(init)
+            item_size(graph, init.name, init.data_type)
+            value = tensor_ints(init)
             if value is not None:
                 graph.constants[init.name] = value
         for info in proto.input:
             if info.name not in graph.shapes:
-                graph.shapes[info.name] = _shape_of(info, params)
+                graph.shapes[info.name] = shape_of(info, params)
                 types[info.name] = info.type
-                _item_size(graph, info.name, info.type.tensor_type.elem_type)
+                item_size(graph, info.name, info.type.tensor_type.elem_type)
         peer: dict[str, Shape] = {}
         source = peer_proto if peer_proto is not None else proto
         for info in [*source.value_info, *source.output, *proto.output]:
             if info.name not in peer and info.type.HasField("tensor_type"):
-                peer[info.name] = _shape_of(info, params)
+                peer[info.name] = shape_of(info, params)
                 types.setdefault(info.name, info.type)
-                _item_size(graph, info.name, info.type.tensor_type.elem_type)
+                item_size(graph, info.name, info.type.tensor_type.elem_type)
         for target, probe in probes.items():
             probed = peer.get(probe)
             if probed is not None and probed.rank is not None and target not in graph.constants:
@@ -245,8 +247,8 @@ class _Reader:
         prefix = scope.prefix
         for index, node_proto in enumerate(proto.node):
             graph.nodes.append(_node(node_proto, index, peer, opsets, prefix))
-            if node_proto.op_type == "Constant" and node_proto.domain in _DEFAULT_DOMAINS:
-                value = _constant_node_ints(node_proto) if node_proto.output else None
+            if node_proto.op_type == "Constant" and node_proto.domain in DEFAULT_DOMAINS:
+                value = constant_node_ints(node_proto) if node_proto.output else None
                 if value is not None:
                     graph.constants[node_proto.output[0]] = value
         # Bodies second: they see every constant and value type of this graph.
@@ -362,7 +364,7 @@ class _Reader:
         name = f"{node.name}/{function.name}"
         sub_scope = _Scope(name + "/", params=scope.params, stack=(*scope.stack, key))
         peer = inferred.graph if inferred is not None else None
-        sub = self.graph(model.graph, peer, probes, _opsets(imports), sub_scope, depth + 1)
+        sub = self.graph(model.graph, peer, probes, read_opsets(imports), sub_scope, depth + 1)
         bindings = tuple(
             (formal, actual)
             for formal, actual in zip(function.input, proto.input, strict=False)
@@ -395,60 +397,6 @@ def _not_checked(node: Node, reason: str) -> Finding:
     return Finding(Severity.INFO, "not-checked", node.name, node.op, (), None, None, reason)
 
 
-def _opsets(imports: Any) -> dict[str, int]:
-    """Return ``{domain: version}``, with ``ai.onnx`` read as the default domain ``""``."""
-    found: dict[str, int] = {}
-    for entry in imports:
-        domain = "" if entry.domain in _DEFAULT_DOMAINS else entry.domain
-        found.setdefault(domain, int(entry.version))
-    return found
-
-
-def _item_size(graph: Graph, name: str, elem_type: int) -> None:
-    try:
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
-    except (KeyError, ValueError, TypeError):
-        return
-    graph.item_sizes[name] = int(np.dtype(dtype).itemsize)
-
-
-def _symbol(name: str, params: set[str] | frozenset[str]) -> Dim:
-    if _UNK.fullmatch(name) and name not in params:
-        return Dim.unknown()  # invented by ONNX shape inference: no identity worth keeping
-    try:
-        return Dim.symbol(name)
-    except BroadcastError:
-        cleaned = _BAD_SYMBOL_CHARS.sub("_", name).replace("..", "_")
-        if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):
-            cleaned = "_" + cleaned
-        try:
-            return Dim.symbol(cleaned)
-        except BroadcastError:
-            return Dim.unknown()
-
-
-def _shape_of(info: onnx.ValueInfoProto, params: set[str] | frozenset[str]) -> Shape:
-    tensor = info.type.tensor_type
-    if not tensor.HasField("shape"):
-        return Shape.dynamic()
-    dims: list[Dim] = []
-    for dim in tensor.shape.dim:
-        if dim.HasField("dim_value") and dim.dim_value >= 0:
-            dims.append(Dim.static(int(dim.dim_value)))
-        elif dim.HasField("dim_param") and dim.dim_param:
-            dims.append(_symbol(dim.dim_param, params))
-        else:
-            dims.append(Dim.unknown())
-    return Shape(dims)
-
-
-def _attr(proto: onnx.NodeProto, name: str, default: Any) -> Any:
-    for attr in proto.attribute:
-        if attr.name == name:
-            return onnx.helper.get_attribute_value(attr)
-    return default
-
-
 @functools.lru_cache(maxsize=512)
 def _schema(op: str, version: int) -> onnx.defs.OpSchema | None:
     """Return the schema of ``op`` in default-domain opset ``version`` (None: not in it)."""
@@ -466,7 +414,7 @@ def _node(
     outputs = tuple(proto.output)
     shapes = tuple(peer.get(o, Shape.dynamic()) for o in outputs)
     base = Node(name, op, tuple(proto.input), outputs, output_shapes=shapes)
-    if proto.domain not in _DEFAULT_DOMAINS:
+    if proto.domain not in DEFAULT_DOMAINS:
         return base
     if op in _NORMALIZATION:  # onnxruntime also runs LayerNormalization before opset 17
         return replace(base, rule=Rule.NORMALIZATION)
@@ -481,7 +429,7 @@ def _node(
     if legacy:
         # Opsets before 7: no attribute is broadcast=0 (shapes match exactly); broadcast=1
         # broadcasts B into A from `axis` (suffix matching without it): the PDPD rule.
-        on = bool(_attr(proto, "broadcast", 0))
+        on = bool(attribute(proto, "broadcast", 0))
         if op == "Gemm":
             mode = Mode.UNIDIRECTIONAL if on else Mode.NONE
             return replace(_gemm(base, proto), mode=mode)
@@ -489,7 +437,7 @@ def _node(
             base,
             rule=Rule.ELEMENTWISE,
             mode=Mode.PDPD if on else Mode.NONE,
-            axis=int(_attr(proto, "axis", -1)),
+            axis=int(attribute(proto, "axis", -1)),
         )
     if op in MULTIDIRECTIONAL_OPS:
         if op in _SAME_SHAPE_BEFORE_8 and schema is not None and schema.since_version < 8:
@@ -510,35 +458,6 @@ def _gemm(base: Node, proto: onnx.NodeProto) -> Node:
     return replace(
         base,
         rule=Rule.GEMM,
-        trans_a=bool(_attr(proto, "transA", 0)),
-        trans_b=bool(_attr(proto, "transB", 0)),
+        trans_a=bool(attribute(proto, "transA", 0)),
+        trans_b=bool(attribute(proto, "transB", 0)),
     )
-
-
-def _tensor_ints(tensor: onnx.TensorProto) -> tuple[int, ...] | None:
-    """Return the values of a small integer tensor, or None (large, non-integer, external)."""
-    if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
-        return None
-    count = 1
-    for d in tensor.dims:
-        count *= int(d)
-    if len(tensor.dims) > 1 or count > _MAX_CONSTANT or count < 0:
-        return None
-    if tensor.data_location == onnx.TensorProto.EXTERNAL:
-        return None
-    try:
-        array = numpy_helper.to_array(tensor)
-    except (ValueError, TypeError, RuntimeError):
-        return None
-    return tuple(int(v) for v in np.asarray(array).reshape(-1))
-
-
-def _constant_node_ints(proto: onnx.NodeProto) -> tuple[int, ...] | None:
-    for attr in proto.attribute:
-        if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
-            return _tensor_ints(attr.t)
-        if attr.name == "value_ints":
-            return tuple(int(v) for v in attr.ints) if len(attr.ints) <= _MAX_CONSTANT else None
-        if attr.name == "value_int":
-            return (int(attr.i),)
-    return None

@@ -1,7 +1,7 @@
 """Run each broadcasting node of an ONNX model in the runtimes and in bcast, and compare.
 
 `verify_model` reads the model (`bcast.onnx.reader`), propagates its shapes
-(`bcast.check.propagate_shapes`), and for every broadcasting node it can run (the operators
+(`bcast.models.propagate_shapes`), and for every broadcasting node it can run (the operators
 of `bcast.onnx.backend`) builds a model of that node alone, on concrete shapes: symbols
 bound by ``dims``, otherwise the value that makes the node valid (the static size they meet
 on their axis), else 2. The node then runs on the same random inputs in bcast
@@ -32,7 +32,18 @@ import numpy.typing as npt
 import onnx
 from onnx import helper, numpy_helper
 
-from bcast._verify_common import (
+from bcast.core.modes import Mode
+from bcast.core.shape import Shape
+from bcast.models import ModelError, Node, Rule, propagate_shapes
+from bcast.models.inputs import (
+    alignment_of,
+    concrete_shapes,
+    memory_problem,
+    output_elements,
+    pick,
+    random_array,
+)
+from bcast.models.verification import (
     NO_OPERATOR,
     Comparison,
     NodeRun,
@@ -41,17 +52,10 @@ from bcast._verify_common import (
     Verification,
     attempt,
     compare,
-    memory_problem,
-    output_elements,
-    pick,
-    random_array,
-    right_aligned,
     unused_dims,
 )
-from bcast.check import ModelError, Node, Rule, propagate_shapes
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
 from bcast.onnx.reader import load_model, read_onnx
-from bcast.shape import Shape
 
 __all__ = ["Comparison", "NodeRun", "Result", "Verification", "verify_model"]
 
@@ -299,10 +303,11 @@ def _concrete(
         if tensors.elements(target) > _MAX_TARGET:
             return f"a target shape of {tensors.elements(target)} values"
         values = Shape(max(int(v), 0) for v in tensors.array(target).reshape(-1))
-        data = right_aligned([shapes[0], values], {})[0]
+        data = concrete_shapes([shapes[0], values], alignment_of([shapes[0], values]), {})[0]
         return [data, shapes[1].to_tuple()], output_elements([data, values.to_tuple()])
-    concrete = right_aligned(shapes, {})
-    return concrete, output_elements(concrete)
+    alignment = alignment_of(shapes)
+    concrete = concrete_shapes(shapes, alignment, {})
+    return concrete, output_elements(concrete, alignment)
 
 
 def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> tuple[list[tuple[int, ...]], int] | None:
@@ -323,7 +328,8 @@ def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> tuple[list[tuple[int,
     b_shape[bi[0]], b_shape[bi[1]] = kb, n
     result = [tuple(a_shape), tuple(b_shape)]
     if len(shapes) > 2:
-        c = right_aligned([Shape((m, n)), shapes[2]], chosen)[1]
+        pair = [Shape((m, n)), shapes[2]]
+        c = concrete_shapes(pair, alignment_of(pair, Mode.UNIDIRECTIONAL), chosen)[1]
         result.append(c)
         return result, output_elements([(m, n), c])
     return result, m * n

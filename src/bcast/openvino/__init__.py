@@ -4,7 +4,7 @@
 ``import bcast`` stays light; importing this package does not import ``openvino`` either,
 until a model is read.
 
-- `bcast.openvino.reader.read_ir`: an IR file as the checker's `bcast.check.Graph`, with
+- `bcast.openvino.reader.read_ir`: an IR file as the checker's `bcast.models.Graph`, with
   the broadcast attributes exactly as written (``auto_broadcast``, the PDPD axis or its
   absence, Broadcast modes and ``axes_mapping``).
 - `bcast.openvino.verify.verify_ir`: ``bcast verify`` for IR: each broadcasting node run

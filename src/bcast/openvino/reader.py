@@ -21,13 +21,13 @@ import numpy as np
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import parse as safe_parse
 
-from bcast.check import Finding, Graph, ModelError, Node, Rule, Severity
-from bcast.dim import Dim
-from bcast.errors import BroadcastError
-from bcast.modes import Mode
-from bcast.shape import Shape
+from bcast.core.dim import Dim
+from bcast.core.errors import BroadcastError
+from bcast.core.modes import Mode
+from bcast.core.shape import Shape
+from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity
 
-__all__ = ["ELEMENTWISE_OPS", "layer_details", "read_ir"]
+__all__ = ["AXIS_KEY", "ELEMENTWISE_AXIS_KEY", "ELEMENTWISE_OPS", "layer_details", "read_ir"]
 
 ELEMENTWISE_OPS: Final = frozenset(
     {
@@ -53,11 +53,11 @@ _BROADCAST_MODE: Final = {
     "pdpd": Mode.PDPD,
 }
 # The PDPD axis is a nested attribute (SEMANTICS §0.4).
-_AXIS_KEY: Final = {
+AXIS_KEY: Final = {
     ("Broadcast", "opset1"): "mode.auto_broadcast_axis",
     ("Broadcast", "opset3"): "mode.mode.axis",
 }
-_ELEMENTWISE_AXIS_KEY: Final = "auto_broadcast.auto_broadcast_axis"
+ELEMENTWISE_AXIS_KEY: Final = "auto_broadcast.auto_broadcast_axis"
 _ITEM_SIZE: Final = {
     "FP64": 8, "FP32": 4, "FP16": 2, "BF16": 2, "I64": 8, "U64": 8, "I32": 4, "U32": 4,
     "I16": 2, "U16": 2, "I8": 1, "U8": 1, "BOOL": 1, "BOOLEAN": 1,
@@ -82,7 +82,7 @@ class _Layer:
 
 
 def read_ir(path: str | os.PathLike[str]) -> Graph:
-    """Read an OpenVINO IR ``.xml`` (and its ``.bin``) into a `bcast.check.Graph`.
+    """Read an OpenVINO IR ``.xml`` (and its ``.bin``) into a `bcast.models.Graph`.
 
     Parameters
     ----------
@@ -334,13 +334,13 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
         mode = _AUTO_BROADCAST.get(data.get("auto_broadcast", "numpy").lower())
         if mode is None:
             return node
-        key = _ELEMENTWISE_AXIS_KEY
+        key = ELEMENTWISE_AXIS_KEY
         rule = Rule.SELECT if layer.type == "Select" else Rule.ELEMENTWISE
     elif layer.type == "Broadcast":
         mode = _BROADCAST_MODE.get(data.get("mode", "numpy").lower())
         if mode is None:
             return node
-        key = _AXIS_KEY.get((layer.type, layer.version), "mode.mode.axis")
+        key = AXIS_KEY.get((layer.type, layer.version), "mode.mode.axis")
         rule = Rule.BROADCAST
         if mode is Mode.EXPLICIT and len(node.inputs) > 2:
             fields["axes_mapping"] = graph.constants.get(node.inputs[2])

@@ -1,7 +1,7 @@
 """Run each broadcasting node of an OpenVINO IR in OpenVINO and in bcast, and compare.
 
 `verify_ir` reads the IR (`bcast.openvino.reader`), propagates its shapes
-(`bcast.check.propagate_shapes`), and for every broadcasting node (the element-wise ops
+(`bcast.models.propagate_shapes`), and for every broadcasting node (the element-wise ops
 with ``auto_broadcast``, Select, Broadcast-1/-3 with a constant target) builds a model of
 that node alone (`bcast.openvino.runtime.run_node`): the same operator version and the same
 ``<data>`` attributes as written in the file, an absent PDPD axis left absent (OpenVINO then
@@ -24,24 +24,27 @@ import numpy as np
 import numpy.typing as npt
 
 from bcast import ops
-from bcast._verify_common import (
-    NO_OPERATOR,
-    NodeRun,
-    Skip,
-    Verification,
-    aligned,
-    attempt,
-    compare,
+from bcast.arrays.views import broadcast_arrays, broadcast_to
+from bcast.core.modes import Mode
+from bcast.core.shape import Shape
+from bcast.models import Graph, ModelError, Node, Rule, propagate_shapes
+from bcast.models.inputs import (
+    alignment_of,
+    concrete_shapes,
     memory_problem,
     output_elements,
     pick,
     random_array,
+)
+from bcast.models.verification import (
+    NO_OPERATOR,
+    NodeRun,
+    Skip,
+    Verification,
+    attempt,
+    compare,
     unused_dims,
 )
-from bcast.arrays import broadcast_arrays, broadcast_to
-from bcast.check import Graph, ModelError, Node, Rule, propagate_shapes
-from bcast.modes import Mode
-from bcast.shape import Shape
 
 __all__ = ["verify_ir"]
 
@@ -103,7 +106,7 @@ def verify_ir(
         from bcast.openvino.reader import layer_details, read_ir
     except ImportError as err:
         raise ModelError(f"{path}: verifying OpenVINO IR needs openvino ({err})") from None
-    from bcast.openvino.reader import _AXIS_KEY, _ELEMENTWISE_AXIS_KEY
+    from bcast.openvino.reader import AXIS_KEY, ELEMENTWISE_AXIS_KEY
     from bcast.openvino.runtime import run_node
 
     graph = read_ir(path)
@@ -141,7 +144,7 @@ def verify_ir(
             outcome.skip(node.name, node.op, Skip.TOO_LARGE, problem)
             continue
         if node.mode is Mode.PDPD and not node.axis_written:
-            key = _AXIS_KEY.get((node.op, version), _ELEMENTWISE_AXIS_KEY)
+            key = AXIS_KEY.get((node.op, version), ELEMENTWISE_AXIS_KEY)
             outcome.notes.append(
                 f"{label}: no {key} attribute: OpenVINO reads axis 0, bcast the spec's -1"
             )
@@ -201,26 +204,34 @@ def _concrete(node: Node, operands: Sequence[Shape], graph: Graph) -> list[tuple
         return _concrete_broadcast(node, operands, graph)
     if any(shape.rank is None for shape in operands):
         return None
-    return aligned(operands, _offsets(node, [len(s.dims) for s in operands]), {})
+    return concrete_shapes(operands, _alignment(node, operands), {})
 
 
-def _offsets(node: Node, ranks: Sequence[int]) -> list[int]:
-    """Return the output axis of each operand's first dim, as bcast aligns the node."""
+def _alignment(node: Node, operands: Sequence[Shape]) -> list[tuple[int | None, ...] | None]:
+    """Place each operand as bcast's rules align the node (right-aligned but for PDPD).
+
+    PDPD places B (Select: 'else', then 'cond') into A (Select: 'then') from the axis: each
+    is aligned by the rule against A.
+    """
     if node.mode is not Mode.PDPD:
-        rank = max(ranks)
-        return [rank - r for r in ranks]
-    # PDPD: B (Select: 'else', and 'cond') placed in A from the axis (bcast's reading).
+        return list(alignment_of(operands))
     main = 1 if node.rule is Rule.SELECT else 0
     axis = _spec_axis(node)["axis"]
-    return [
-        0 if i == main else (axis if axis >= 0 else ranks[main] - r) for i, r in enumerate(ranks)
-    ]
+    result: list[tuple[int | None, ...] | None] = []
+    for i, shape in enumerate(operands):
+        if i == main:
+            result.append(tuple(range(len(shape.dims))))
+        else:
+            pair = [operands[main], shape]
+            result.append(alignment_of(pair, Mode.PDPD, axis=axis)[1])
+    return result
 
 
 def _output_elements(node: Node, concrete: Sequence[tuple[int, ...]], graph: Graph) -> int:
     """Bound the output's elements: the target's (bidirectional: with data), else aligned."""
     if node.rule is not Rule.BROADCAST:
-        return output_elements(concrete, _offsets(node, [len(s) for s in concrete]))
+        shapes = [Shape(s) for s in concrete]
+        return output_elements(concrete, _alignment(node, shapes))
     target = graph.constants[node.inputs[1]]
     if node.mode is Mode.BIDIRECTIONAL:
         return output_elements([concrete[0], target])
@@ -235,23 +246,15 @@ def _concrete_broadcast(
     data = operands[0]
     if target is None or data.rank is None:
         return None
-    rank = len(data.dims)
-    if node.mode is Mode.EXPLICIT:
-        mapping = node.axes_mapping
-        if mapping is None:
-            return None
-        # A mapping of the wrong length still runs: both sides should reject it.
-        positions = [mapping[i] if i < len(mapping) else -1 for i in range(rank)]
-    elif node.mode is Mode.PDPD:
-        axis = _spec_axis(node)["axis"]
-        start = axis if axis >= 0 else len(target) - rank
-        positions = [start + i for i in range(rank)]
-    else:
-        positions = [len(target) - rank + i for i in range(rank)]
+    if node.mode is Mode.EXPLICIT and node.axes_mapping is None:
+        return None
+    values = Shape(max(int(v), 0) for v in target)
+    placed = _data_axes(node, data, values)
     chosen: dict[str, int] = {}
     dims = []
-    for dim, position in zip(data.dims, positions, strict=True):
-        meets = target[position] if 0 <= position < len(target) else None
+    for i, dim in enumerate(data.dims):
+        position = placed[i] if placed is not None and i < len(placed) else None
+        meets = target[position] if position is not None and 0 <= position < len(target) else None
         dims.append(pick(dim, meets if meets != 1 else None, chosen))
     result = [tuple(dims), (len(target),)]
     if len(names) > 2 and names[2]:
@@ -260,6 +263,22 @@ def _concrete_broadcast(
             return None
         result.append((len(mapping_values),))
     return result
+
+
+def _data_axes(node: Node, data: Shape, target: Shape) -> tuple[int | None, ...] | None:
+    """Return the target axis of each data axis, as bcast's rules align Broadcast's mode.
+
+    The roles are those of `bcast.ops.broadcast`: numpy is unidirectional and pdpd places
+    data (B) into the target (A); explicit and bidirectional take data first.
+    """
+    if node.mode is Mode.EXPLICIT:
+        mapping = node.axes_mapping or ()
+        return alignment_of([data, target], Mode.EXPLICIT, axes_mapping=mapping)[0]
+    if node.mode is Mode.BIDIRECTIONAL:
+        return alignment_of([data, target])[0]
+    axis = _spec_axis(node).get("axis", -1)
+    rule = Mode.PDPD if node.mode is Mode.PDPD else Mode.UNIDIRECTIONAL
+    return alignment_of([target, data], rule, axis=axis)[1]
 
 
 def _dtype(node: Node, index: int, precisions: Mapping[str, str]) -> npt.DTypeLike:

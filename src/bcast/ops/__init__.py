@@ -15,8 +15,8 @@ array([[1., 2., 3.],
 
 from __future__ import annotations
 
+from bcast.engine.guard import MemoryLimitError, get_memory_limit, memory_limit, set_memory_limit
 from bcast.ops._binary import add, and_, div, equal, greater, less, mul, or_, pow, sub, xor
-from bcast.ops._guard import MemoryLimitError, get_memory_limit, memory_limit, set_memory_limit
 from bcast.ops._materialise import broadcast, expand
 from bcast.ops._nary import max, mean, min, sum, where
 from bcast.ops._unidirectional import gemm, prelu
@@ -52,3 +52,5 @@ __all__ = [
     "memory_limit",
     "set_memory_limit",
 ]
+
+MemoryLimitError.__module__ = __name__  # shown by its public path: bcast.ops.MemoryLimitError

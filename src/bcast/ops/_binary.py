@@ -14,14 +14,15 @@ from typing import Any, Final, TypeVar
 import numpy as np
 
 from bcast import engine
-from bcast.arrays import Array, dims_of
+from bcast.arrays.views import Array
+from bcast.core.errors import BroadcastError
+from bcast.core.modes import Mode
+from bcast.core.planning import plan
 from bcast.engine import Kernel, execute
-from bcast.errors import BroadcastError
-from bcast.modes import Mode
-from bcast.ops import _guard, _kernels
+from bcast.engine import guard as _guard
+from bcast.ops import _kernels
 from bcast.ops._common import check_operands
 from bcast.ops._dtypes import FLOAT, SIGNATURES, fixed_output
-from bcast.rules import plan
 
 __all__ = [
     "add",
@@ -54,9 +55,9 @@ def _binary(op: str, a: Any, b: Any, broadcast: str | Mode, axis: int, out: Any)
             f"got {broadcast!r}",
             mode=mode.value,
         )
-    the_plan = plan(dims_of(a), dims_of(b), mode=mode, axis=axis)  # dims_of: Dask's ? dims
+    the_plan = plan(checked.lib.dims(a), checked.lib.dims(b), mode=mode, axis=axis)
     kernel = _kernel(op, checked.names)
-    return execute(op, the_plan, kernel, (a, b), dtype=checked.dtype, out=out, xp=checked.xp)
+    return execute(op, the_plan, kernel, (a, b), dtype=checked.dtype, out=out, lib=checked.lib)
 
 
 def _kernel(op: str, names: list[str]) -> Kernel:

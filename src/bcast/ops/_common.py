@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bcast.arrays import namespace_of
+from bcast.arrays.libraries import Library, library_of
 from bcast.ops._dtypes import SIGNATURES, bind, dtype_name, fixed_output
 
 __all__ = ["Checked", "check_operands"]
 
 
 class Checked:
-    """The outcome of `check_operands`: namespace, dtype names and the result dtype."""
+    """The outcome of `check_operands`: library, dtype names and the result dtype."""
 
-    __slots__ = ("dtype", "names", "xp")
+    __slots__ = ("dtype", "lib", "names")
 
-    def __init__(self, xp: Any, names: list[str], dtype: Any) -> None:
-        self.xp = xp
+    def __init__(self, lib: Library, names: list[str], dtype: Any) -> None:
+        self.lib = lib
         self.names = names
         self.dtype = dtype
 
@@ -28,14 +28,15 @@ def check_operands(op: str, labels: Sequence[str], operands: Sequence[Any]) -> C
     Raises TypeError for non-arrays, arrays of different libraries, and dtypes the
     operator's signature does not allow.
     """
-    xp = namespace_of(*operands)
+    lib = library_of(*operands)
+    xp = lib.xp
     names = [dtype_name(x.dtype, xp) for x in operands]
     bound = bind(op, labels, names)
     fixed = fixed_output(op)
     if fixed is not None:
         import numpy as np
 
-        return Checked(xp, names, np.dtype(fixed) if xp is None else getattr(xp, fixed))
+        return Checked(lib, names, np.dtype(fixed) if xp is None else getattr(xp, fixed))
     sig = SIGNATURES[op]
     source = operands[bound[sig.output]]
     dtype = source.dtype
@@ -44,4 +45,4 @@ def check_operands(op: str, labels: Sequence[str], operands: Sequence[Any]) -> C
 
         # Fixed-width NumPy strings: wide enough for every operand of the parameter.
         dtype = np.result_type(*(x.dtype for x in operands if x.dtype.kind in "US"))
-    return Checked(xp, names, dtype)
+    return Checked(lib, names, dtype)

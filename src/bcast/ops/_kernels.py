@@ -66,7 +66,7 @@ FLOAT_DIV: Final = _ufunc("divide", "divide", "div")
 def _readable(x: Any) -> bool:
     """Tell whether ``x``'s values can be read now, to check them before computing.
 
-    Not for Dask arrays (reading computes the graph; bcast._dask checks each block as it is
+    Not for Dask arrays (reading computes the graph; bcast.arrays.dask checks each block as it is
     computed) nor for JAX tracers (inside ``jax.jit``, ``vmap``, ``grad``: no values exist
     yet, so the checks cannot run there). array-api-compat's ``is_lazy_array`` is True for
     every JAX array, concrete ones too, which would skip the checks on all of JAX.

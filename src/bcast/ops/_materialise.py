@@ -8,14 +8,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from bcast.arrays import Array, dims_of, plan_to_target, static_shape
+from bcast.arrays.targets import plan_to_target, static_shape
+from bcast.arrays.views import Array
+from bcast.core.errors import BroadcastError
+from bcast.core.modes import Mode
+from bcast.core.planning import plan
+from bcast.core.shape import ShapeLike
 from bcast.engine import execute
-from bcast.errors import BroadcastError
-from bcast.modes import Mode
 from bcast.ops import _kernels
 from bcast.ops._common import check_operands
-from bcast.rules import plan
-from bcast.shape import ShapeLike
 
 __all__ = ["broadcast", "expand"]
 
@@ -63,9 +64,9 @@ def expand(x: Array, shape: ShapeLike, /, *, out: Array | None = None) -> Any:
     """
     checked = check_operands("expand", ("x",), (x,))
     target = static_shape(shape, "shape")
-    the_plan = plan(dims_of(x), target, mode="bidirectional")  # dims_of: Dask's ? dims
+    the_plan = plan(checked.lib.dims(x), target, mode="bidirectional")
     return execute(
-        "expand", the_plan, _kernels.COPY, (x,), dtype=checked.dtype, out=out, xp=checked.xp
+        "expand", the_plan, _kernels.COPY, (x,), dtype=checked.dtype, out=out, lib=checked.lib
     )
 
 
@@ -135,7 +136,7 @@ def broadcast(
     >>> bcast.ops.broadcast(np.array([1, 2]), [2, 1])
     Traceback (most recent call last):
     ...
-    bcast.errors.BroadcastError: unidirectional: cannot broadcast [2,1] and [2] at axis 1: ...
+    bcast.BroadcastError: unidirectional: cannot broadcast [2,1] and [2] at axis 1: ...
     """
     checked = check_operands("broadcast", ("data",), (data,))
     parsed = Mode.parse(mode)
@@ -146,7 +147,7 @@ def broadcast(
         )
     target = static_shape(target_shape, "target_shape")
     the_plan, index = plan_to_target(
-        dims_of(data), target, mode=parsed, axis=axis, axes_mapping=axes_mapping
+        checked.lib.dims(data), target, mode=parsed, axis=axis, axes_mapping=axes_mapping
     )
     return execute(
         "broadcast",
@@ -155,6 +156,6 @@ def broadcast(
         (data,),
         dtype=checked.dtype,
         out=out,
-        xp=checked.xp,
+        lib=checked.lib,
         slots=(index,),
     )

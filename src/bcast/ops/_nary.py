@@ -9,11 +9,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from bcast.arrays import Array, dims_of
+from bcast.arrays.views import Array
+from bcast.core.planning import plan
 from bcast.engine import Kernel, execute
 from bcast.ops import _kernels
 from bcast.ops._common import check_operands
-from bcast.rules import plan
 
 __all__ = ["max", "mean", "min", "sum", "where"]
 
@@ -28,9 +28,9 @@ def _variadic(op: str, inputs: tuple[Array, ...], out: Array | None) -> Any:
         raise TypeError(f"{op} takes at least one input; got none")
     labels = [f"inputs[{i}]" for i in range(len(inputs))]
     checked = check_operands(op, labels, inputs)
-    the_plan = plan(*(dims_of(x) for x in inputs))  # dims_of: Dask's ? dims
+    the_plan = plan(*(checked.lib.dims(x) for x in inputs))
     kernel = _fold(op, len(inputs))
-    return execute(op, the_plan, kernel, inputs, dtype=checked.dtype, out=out, xp=checked.xp)
+    return execute(op, the_plan, kernel, inputs, dtype=checked.dtype, out=out, lib=checked.lib)
 
 
 def max(*inputs: Array, out: Array | None = None) -> Any:
@@ -166,7 +166,7 @@ def where(condition: Array, x: Array, y: Array, /, *, out: Array | None = None) 
     """
     operands = (condition, x, y)
     checked = check_operands("where", ("condition", "x", "y"), operands)
-    the_plan = plan(dims_of(condition), dims_of(x), dims_of(y))
+    the_plan = plan(checked.lib.dims(condition), checked.lib.dims(x), checked.lib.dims(y))
     return execute(
-        "where", the_plan, _kernels.WHERE, operands, dtype=checked.dtype, out=out, xp=checked.xp
+        "where", the_plan, _kernels.WHERE, operands, dtype=checked.dtype, out=out, lib=checked.lib
     )

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bcast.arrays import Array, dims_of, shape_of
+from bcast.arrays.libraries import shape_of
+from bcast.arrays.views import Array
+from bcast.core.planning import plan
 from bcast.engine import execute
 from bcast.ops import _kernels
 from bcast.ops._common import check_operands
-from bcast.rules import plan
 
 __all__ = ["gemm", "prelu"]
 
@@ -91,13 +92,13 @@ def gemm(
     >>> bcast.ops.gemm(a, b, np.ones((3,), np.float32))
     Traceback (most recent call last):
     ...
-    bcast.errors.BroadcastError: unidirectional: cannot broadcast [2,4] and [3] at axis 1: ...
+    bcast.BroadcastError: unidirectional: cannot broadcast [2,4] and [3] at axis 1: ...
     """
     scale, weight = _scalar("alpha", alpha), _scalar("beta", beta)
     flags = (_flag("trans_a", trans_a), _flag("trans_b", trans_b))
     operands = (a, b) if c is None else (a, b, c)
     checked = check_operands("gemm", ("a", "b", "c")[: len(operands)], operands)
-    xp = checked.xp
+    xp = checked.lib.xp
     for label, x in (("a", a), ("b", b)):
         if len(shape_of(x)) != 2:
             raise ValueError(f"gemm: {label} must be rank 2; got shape {list(shape_of(x))}")
@@ -112,9 +113,11 @@ def gemm(
     kernel = _kernels.gemm_kernel(left, right, scale, weight, has_c=c is not None)
     if c is None:
         the_plan = plan((m, n))
-        return execute("gemm", the_plan, kernel, (), dtype=checked.dtype, out=out, xp=xp)
-    the_plan = plan((m, n), dims_of(c), mode="unidirectional")  # dims_of: Dask's ? dims
-    return execute("gemm", the_plan, kernel, (c,), dtype=checked.dtype, out=out, xp=xp, slots=(1,))
+        return execute("gemm", the_plan, kernel, (), dtype=checked.dtype, out=out, lib=checked.lib)
+    the_plan = plan((m, n), checked.lib.dims(c), mode="unidirectional")
+    return execute(
+        "gemm", the_plan, kernel, (c,), dtype=checked.dtype, out=out, lib=checked.lib, slots=(1,)
+    )
 
 
 def _transposed(x: Any, xp: Any) -> Any:
@@ -163,10 +166,10 @@ def prelu(x: Array, slope: Array, /, *, out: Array | None = None) -> Any:
     >>> bcast.ops.prelu(np.array([-1.0, 1.0]), np.ones((2, 2)))
     Traceback (most recent call last):
     ...
-    bcast.errors.BroadcastError: unidirectional: B [2,2] has rank 2, more than A [2] ...
+    bcast.BroadcastError: unidirectional: B [2,2] has rank 2, more than A [2] ...
     """
     checked = check_operands("prelu", ("x", "slope"), (x, slope))
-    the_plan = plan(dims_of(x), dims_of(slope), mode="unidirectional")
+    the_plan = plan(checked.lib.dims(x), checked.lib.dims(slope), mode="unidirectional")
     return execute(
         "prelu",
         the_plan,
@@ -174,5 +177,5 @@ def prelu(x: Array, slope: Array, /, *, out: Array | None = None) -> Any:
         (x, slope),
         dtype=checked.dtype,
         out=out,
-        xp=checked.xp,
+        lib=checked.lib,
     )

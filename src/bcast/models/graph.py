@@ -1,29 +1,21 @@
-"""The model checker: propagate shapes through a graph and report broadcasting findings.
+"""The format-free graph model: `Graph`, `Node`, `Finding`, `Report`.
 
-The readers (`bcast.onnx.reader`, `bcast.openvino.reader`) turn a model into the small graph
-IR of this module: `Graph` and `Node`. `check_graph` walks the graph in topological order,
-applies bcast's rules (`bcast.plan`) to every broadcasting node and takes every other node's
-output shapes from the peer's own shape inference, which the reader recorded. It returns
-`Finding` objects: definite errors, conditions under which a node fails (symbols and
-intervals), unidirectional violations that ONNX shape inference does not check, oversized
-broadcast outputs, and OpenVINO attribute pitfalls.
-
-This module imports neither ``onnx`` nor ``openvino``.
+The readers (`bcast.onnx.reader`, `bcast.openvino.reader`) turn a model into these small
+values; the checker (`bcast.models.checker`) and the verifiers read them. This module
+imports neither ``onnx`` nor ``openvino``.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from bcast.dim import Dim
-from bcast.modes import Mode
-from bcast.shape import Shape
+from bcast.core.dim import Dim
+from bcast.core.modes import Mode
+from bcast.core.shape import Shape
 
 __all__ = [
-    "DEFAULT_MAX_ELEMENTS",
     "Finding",
     "Graph",
     "ModelError",
@@ -33,12 +25,7 @@ __all__ = [
     "Severity",
     "Subgraph",
     "bind_dims",
-    "check_graph",
-    "propagate_shapes",
 ]
-
-DEFAULT_MAX_ELEMENTS = 2**31
-"""Broadcast outputs with more elements than this are reported (``--max-elements``)."""
 
 _UNKNOWN = Dim.unknown()
 
@@ -241,6 +228,25 @@ class Report:
         """True when an error or a warning was found (info alone does not fail)."""
         return any(f.severity is not Severity.INFO for f in self.findings)
 
+    @property
+    def ok(self) -> bool:
+        """True when nothing but info notes was found: ``bcast check`` would exit 0."""
+        return not self.failed
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        """The findings of severity error."""
+        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+
+    def to_json(self) -> dict[str, object]:
+        """Return the report as plain JSON data, as ``bcast check --json`` lists each model."""
+        return {
+            "path": self.path,
+            "nodes": self.nodes,
+            "findings": [f.to_json() for f in self.findings],
+            "error": None,
+        }
+
 
 # -- binding symbols -----------------------------------------------------------------------
 
@@ -261,150 +267,3 @@ def bind_dims(shape: Shape, dims: Mapping[str, int]) -> Shape:
     return Shape(
         Dim(dims[d.name]) if d.name is not None and d.name in dims else d for d in shape.dims
     )
-
-
-# -- the walk ------------------------------------------------------------------------------
-
-
-def _topological(nodes: Sequence[Node], path: str) -> list[Node]:
-    """Order nodes so that producers come first (file order among equals); reject cycles."""
-    producer: dict[str, int] = {}
-    for index, node in enumerate(nodes):
-        for out in node.outputs:
-            if out:
-                producer[out] = index
-    waiting = [0] * len(nodes)
-    users: list[list[int]] = [[] for _ in nodes]
-    for index, node in enumerate(nodes):
-        for name in set(node.inputs):
-            source = producer.get(name)
-            if name and source is not None:
-                waiting[index] += 1
-                users[source].append(index)
-    ready = [i for i, count in enumerate(waiting) if count == 0]
-    heapq.heapify(ready)
-    order: list[Node] = []
-    while ready:
-        index = heapq.heappop(ready)
-        order.append(nodes[index])
-        for user in users[index]:
-            waiting[user] -= 1
-            if waiting[user] == 0:
-                heapq.heappush(ready, user)
-    if len(order) < len(nodes):
-        stuck = next(nodes[i] for i, count in enumerate(waiting) if count > 0)
-        raise ModelError(f"{path}: the graph has a cycle through node {stuck.name!r} ({stuck.op})")
-    return order
-
-
-def check_graph(
-    graph: Graph,
-    *,
-    dims: Mapping[str, int] | None = None,
-    max_elements: int = DEFAULT_MAX_ELEMENTS,
-    progress: Iterable[None] | None = None,
-) -> Report:
-    """Propagate shapes through ``graph`` and report every broadcasting finding.
-
-    Parameters
-    ----------
-    graph : Graph
-        A model as a reader produced it.
-    dims : mapping of str to int, optional
-        Values for symbolic dims (``--dim batch=4``); bound symbols are checked as values.
-    max_elements : int, default 2**31
-        Broadcast outputs with more elements are reported.
-    progress : iterable, optional
-        Advanced once per node (the CLI passes a progress bar's ticks).
-
-    Returns
-    -------
-    Report
-
-    Raises
-    ------
-    ModelError
-        If the graph has a cycle.
-
-    Examples
-    --------
-    >>> from bcast import Shape
-    >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[batch]"), "y": Shape((2,))})
-    >>> g.nodes.append(Node("add", "Add", ("x", "y"), ("z",), rule=Rule.MULTIDIRECTIONAL))
-    >>> [f.reason for f in check_graph(g).findings]
-    ['fails unless batch ∈ {1, 2} (axis 0 of x)']
-    >>> [f.kind for f in check_graph(g, dims={"batch": 3}).findings]
-    ['incompatible']
-    """
-    findings, _ = _walk(graph, dict(dims or {}), max_elements, progress)
-    return Report(graph.path, _count(graph), tuple(findings))
-
-
-def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> dict[str, Shape]:
-    """Return the shape of every value of ``graph``, as `check_graph` propagates them.
-
-    Examples
-    --------
-    >>> from bcast import Shape
-    >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[N,1]"), "y": Shape((3,))})
-    >>> g.nodes.append(Node("add", "Add", ("x", "y"), ("z",), rule=Rule.MULTIDIRECTIONAL))
-    >>> str(propagate_shapes(g)["z"]), str(propagate_shapes(g, dims={"N": 5})["z"])
-    ('[N,3]', '[5,3]')
-    """
-    _, values = _walk(graph, dict(dims or {}), DEFAULT_MAX_ELEMENTS, None)
-    return values
-
-
-def _count(graph: Graph) -> int:
-    """Count the nodes of ``graph`` and of every subgraph it runs."""
-    return len(graph.nodes) + sum(_count(s.graph) for n in graph.nodes for s in n.subgraphs)
-
-
-def _walk(
-    graph: Graph,
-    bound: dict[str, int],
-    max_elements: int,
-    progress: Iterable[None] | None,
-    outer: Mapping[str, Shape] | None = None,
-    inputs: Mapping[str, Shape] | None = None,
-) -> tuple[list[Finding], dict[str, Shape]]:
-    """Check ``graph``'s nodes, then the bodies they run.
-
-    ``outer`` is the enclosing graph's values (If/Loop/Scan bodies see them); ``inputs``
-    binds a function body's inputs to its caller's values, over the shapes declared.
-    """
-    # Imported here: the per-rule checks import this module's types (no import cycle).
-    from bcast._node_checks import check_node
-
-    values: dict[str, Shape] = dict(outer or {})
-    values.update({k: bind_dims(v, bound) for k, v in graph.shapes.items()})
-    values.update(inputs or {})
-    targets = {k: bind_dims(v, bound) for k, v in graph.shape_values.items()}
-    findings: list[Finding] = list(graph.notes)
-    ticks = iter(progress) if progress is not None else None
-    nested: list[Subgraph] = []
-    for node in _topological(graph.nodes, graph.path):
-        peer = tuple(bind_dims(s, bound) for s in node.output_shapes)
-        outputs: tuple[Shape, ...] = peer
-        if node.rule is not None:
-            result, found = check_node(node, graph, values, max_elements, targets=targets)
-            findings.extend(found)
-            if result is not None:
-                outputs = (result, *peer[1:])
-        for index, name in enumerate(node.outputs):
-            if name:
-                values[name] = outputs[index] if index < len(outputs) else Shape.dynamic()
-        nested.extend(node.subgraphs)
-        if ticks is not None:
-            next(ticks, None)
-    # Bodies last: they may read any value of this graph (outer scope), not only the
-    # owner's declared inputs, so every value is propagated first.
-    for sub in nested:
-        bindings = {}
-        for name, source in sub.bindings:
-            shape = values.get(source)
-            if shape is not None and shape.rank is not None:
-                bindings[name] = shape
-        scope = values if sub.outer_scope else None
-        findings.extend(_walk(sub.graph, bound, max_elements, None, scope, bindings)[0])
-    return findings, values

@@ -5,19 +5,17 @@ axes_mapping, operand count, negative or oversized dims, malformed text). Like N
 `AxisError` it keeps its facts as fields and builds the message from them in ``__str__``, so
 that tests, the CLI and the model checker read fields rather than parse text.
 
-This module is a leaf: it imports nothing from bcast at run time, so `dim`, `shape` and
-`rules` can all raise it.
+It imports only the picture (`bcast.core.picture`), so `dim`, `shape` and `rules` can all
+raise it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bcast.shape import Shape
+from bcast.core.picture import Drawable, format_alignment
 
-__all__ = ["BroadcastError", "format_alignment", "show_bytes", "show_int", "show_ints", "show_text"]
+__all__ = ["BroadcastError", "show_bytes", "show_int", "show_ints", "show_text"]
 
 
 class BroadcastError(ValueError):
@@ -64,7 +62,7 @@ class BroadcastError(ValueError):
         reason: str,
         *,
         mode: str | None = None,
-        shapes: Sequence[Shape] = (),
+        shapes: Sequence[Drawable] = (),
         axis: int | None = None,
         operand: int | None = None,
         alignment: Sequence[tuple[int | None, ...] | None] | None = None,
@@ -172,70 +170,3 @@ def _rebuild(reason: str, state: dict[str, object]) -> BroadcastError:
     ValueError.__init__(err, reason)
     err.__dict__.update(state)
     return err
-
-
-def format_alignment(
-    shapes: Sequence[Shape],
-    alignment: Sequence[tuple[int | None, ...] | None],
-    out_rank: int,
-    *,
-    labels: Sequence[str] | None = None,
-    result: Shape | None = None,
-    mark_axis: int | None = None,
-) -> list[str]:
-    """Draw operands in columns, one column per output axis, as a mode aligns them.
-
-    Each operand axis is written in the column of the output axis it pairs with; an axis the
-    mode drops (PDPD's trimmed trailing ones) is written after a ``|`` at the end of its row.
-    A caret marks ``mark_axis``. The CLI's ``explain`` and the model checker use the same
-    picture.
-
-    Examples
-    --------
-    >>> from bcast import Shape
-    >>> for row in format_alignment([Shape((2, 3)), Shape((4,))], [(0, 1), (1,)], 2,
-    ...                             mark_axis=1):
-    ...     print(row)
-    #0  2  3
-    #1     4
-           ^ axis 1
-    """
-    names = list(labels) if labels is not None else [f"#{i}" for i in range(len(shapes))]
-    rows: list[list[str]] = []
-    extras: list[str] = []
-    for shape, axes in zip(shapes, alignment, strict=True):
-        cells = [""] * out_rank
-        dropped: list[str] = []
-        if axes is None or shape.rank is None:
-            rows.append(["[...]"] + [""] * max(out_rank - 1, 0))
-            extras.append("")
-            continue
-        for dim, out_axis in zip(shape, axes, strict=True):
-            if out_axis is None or out_axis >= out_rank:
-                dropped.append(str(dim))
-            else:
-                cells[out_axis] = str(dim)
-        rows.append(cells)
-        extras.append(("| " + " ".join(dropped)) if dropped else "")
-    if result is not None and result.rank is not None and result.rank == out_rank:
-        names.append("=")
-        rows.append([str(d) for d in result])
-        extras.append("")
-    width = [1] * out_rank
-    for cells in rows:
-        for i, cell in enumerate(cells[:out_rank]):
-            width[i] = max(width[i], len(cell))
-    name_width = max((len(n) for n in names), default=0)
-    out = []
-    for name, cells, extra in zip(names, rows, extras, strict=True):
-        body = "  ".join(cell.rjust(width[i]) for i, cell in enumerate(cells[:out_rank]))
-        if not cells:
-            body = "(scalar)" if name != "=" else "[]"
-        line = f"{name.ljust(name_width)}  {body}"
-        if extra:
-            line += "  " + extra
-        out.append(line.rstrip())
-    if mark_axis is not None and 0 <= mark_axis < out_rank:
-        offset = name_width + 2 + sum(w + 2 for w in width[:mark_axis]) + width[mark_axis] - 1
-        out.append(" " * offset + f"^ axis {mark_axis}")
-    return out

@@ -3,13 +3,13 @@
 NumPy's ufunc loops are fast, but a broadcast operand costs them: an inner loop runs only as
 long as the output's contiguous run, Where is several passes, and every store into a fresh
 cache line first reads that line (read-for-ownership). This module compiles, with numba, one
-*row walker* per operation: it walks the output as `bcast._layout.walk_axes` arranges it
+*row walker* per operation: it walks the output as `bcast.engine.layout.walk_axes` arranges it
 (memory order, merged axes, small operands tiled) row by row, from the arrays' addresses and
 strides (no views: each would cost microseconds per call), takes each operand's row as a
 contiguous run (at an offset into the operand, or a small buffer filled from a stretched or
 strided one), and runs one vectorised inner loop. Outputs larger than the caches are written with
 non-temporal (streaming) stores, which skip the read-for-ownership. The walker releases the
-GIL, so the engine's threads (`bcast._parallel`) run one walker each; the walkers claim rows
+GIL, so the engine's threads (`bcast.engine.parallel`) run one walker each; the walkers claim rows
 from a shared counter as they go.
 
 Every operation here but one is exactly NumPy's, bit for bit: IEEE addition, subtraction,
@@ -23,7 +23,7 @@ and falls back to NumPy otherwise, and entirely when numba is missing or
 ``BCAST_COMPILED=0``.
 
 numba is imported on the first large call, not with ``bcast``
-(`bcast._numba_kernels` holds the numba code). Each operation and dtype is compiled on its
+(`bcast.engine.numba_kernels` holds the numba code). Each operation and dtype is compiled on its
 first use on a machine (a few seconds) and cached on disk by numba for later processes.
 """
 
@@ -39,7 +39,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from bcast import _layout
+from bcast.engine import layout as _layout
 
 __all__ = ["OPERATIONS", "accepts", "available", "run"]
 
@@ -69,7 +69,7 @@ OPERATIONS: Final[dict[str, str]] = {
     "or_": "bool",
     "xor": "bool",
 }
-"""The operations (their scalar functions: `bcast._numba_kernels.SCALARS`) and what their
+"""The operations (their scalar functions: `bcast.engine.numba_kernels.SCALARS`) and what their
 operands must be:
 
 - ``same``: every operand and the output of one numeric dtype; ``float``: likewise, floating;
@@ -80,7 +80,7 @@ operands must be:
 """
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {}  # "kernels": bcast._numba_kernels, or None without numba
+_state: dict[str, Any] = {}  # "kernels": bcast.engine.numba_kernels, or None without numba
 
 
 def available() -> bool:
@@ -95,7 +95,7 @@ def available() -> bool:
         with _lock:
             if "kernels" not in _state:
                 try:
-                    from bcast import _numba_kernels
+                    from bcast.engine import numba_kernels as _numba_kernels
                 except ImportError:  # the optional extra is not installed: NumPy's path
                     _state["kernels"] = None
                 except Exception as exc:  # numba there but unusable (no cache folder...)
@@ -162,7 +162,7 @@ def run(
 ) -> bool:
     """Compute operation ``name`` into ``out`` from the operands (aligned to its rank).
 
-    The arrays are walked as `bcast._layout.walk_axes` arranges them (tiles of small
+    The arrays are walked as `bcast.engine.layout.walk_axes` arranges them (tiles of small
     operands take at most ``max_tile_bytes``); the walker gets their addresses and strides,
     not views (each view would cost microseconds). ``run_blocks(task, count, threads)``
     runs ``task(i)`` for ``i < count`` on that many threads: each task is one walker,
@@ -219,9 +219,9 @@ class _Walk:
 _UNKNOWN: Final = object()
 _WALKS_KEPT: Final = 256
 _walks: dict[tuple[Any, ...], object] = {}
-"""Walks by operation and layout (None: the walker does not take it). Planning one costs
-about 100 us of Python (arranging the axes, tiling, the stride tables); a repeated call
-replays only its tiles."""
+"""Walks by operation and layout (None: the walker does not take it). Planning one is
+Python work (arranging the axes, tiling, the stride tables); a repeated call replays only
+its tiles."""
 
 
 def _plan_walk(

@@ -13,9 +13,8 @@ module imports neither ``onnx`` nor ``openvino``.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
@@ -23,11 +22,9 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from bcast.check import Graph
-from bcast.dim import Dim
-from bcast.errors import BroadcastError, show_bytes
-from bcast.ops import get_memory_limit
-from bcast.shape import Shape
+from bcast.core.errors import BroadcastError
+from bcast.core.shape import Shape
+from bcast.models.graph import Graph
 
 __all__ = [
     "ATOL",
@@ -39,17 +36,11 @@ __all__ = [
     "Skip",
     "Skipped",
     "Verification",
-    "aligned",
     "attempt",
     "compare",
     "dim_names",
     "error_line",
-    "memory_problem",
-    "output_elements",
     "out_of_memory",
-    "pick",
-    "random_array",
-    "right_aligned",
     "unused_dims",
 ]
 
@@ -57,8 +48,6 @@ RTOL: Final = 1e-4
 ATOL: Final = 1e-5
 NO_OPERATOR: Final = "bcast.ops has no such operator"
 """Why a broadcasting node whose operator bcast does not implement is skipped."""
-_COMPARE_BYTES: Final = 40
-"""Bytes per output element that `compare` allocates (float64 copies, masks)."""
 _ALLOCATION_FAILED: Final = re.compile(
     r"failed to allocate|bad_alloc|out of memory|cannot allocate memory", re.IGNORECASE
 )
@@ -270,88 +259,6 @@ def out_of_memory(run: NodeRun) -> str | None:
     return None
 
 
-def output_elements(shapes: Sequence[Sequence[int]], offsets: Sequence[int] | None = None) -> int:
-    """Return an upper bound of a node's output elements: the largest size on each axis.
-
-    Parameters
-    ----------
-    shapes : sequence of sequence of int
-        Concrete input shapes (an Expand's or a Broadcast's target values count as one).
-    offsets : sequence of int, optional
-        The output axis of each shape's first dim; right-aligned when omitted.
-
-    Returns
-    -------
-    int
-        The product over the output axes of the largest dim placed there: at least the
-        output's size whenever the node is valid, computed without allocating anything.
-
-    Examples
-    --------
-    >>> output_elements([(2**31, 1), (1, 2)])
-    4294967296
-    >>> output_elements([(4, 1), (4,)], offsets=[0, 0])  # PDPD: B placed from axis 0
-    4
-    """
-    if offsets is None:
-        rank = max((len(s) for s in shapes), default=0)
-        offsets = [rank - len(s) for s in shapes]
-    largest: dict[int, int] = {}
-    for shape, offset in zip(shapes, offsets, strict=True):
-        for i, size in enumerate(shape):
-            largest[offset + i] = max(largest.get(offset + i, 0), max(int(size), 0))
-    return math.prod(largest.values())
-
-
-def memory_problem(
-    inputs: Iterable[tuple[Sequence[int], int]],
-    outputs: int,
-    itemsize: int,
-    *,
-    runtimes: int,
-) -> str | None:
-    """Return why a node is too large to run here (a one-line reason), or None if it fits.
-
-    The estimate: each implementation (bcast and every runtime) holds the inputs and an
-    output, and `compare` makes float64 copies of two outputs. It is checked against bcast's
-    memory limit (`bcast.ops.get_memory_limit`: the available memory unless one was set), so
-    that no input is drawn for a node that could only exhaust the machine.
-
-    Parameters
-    ----------
-    inputs : iterable of (shape, itemsize)
-        Concrete input shapes and their bytes per element.
-    outputs : int
-        The output's elements (`output_elements`).
-    itemsize : int
-        The output's bytes per element.
-    runtimes : int
-        How many runtimes run the node besides bcast.
-
-    Returns
-    -------
-    str or None
-
-    Examples
-    --------
-    >>> from bcast.ops import memory_limit
-    >>> with memory_limit(2**20):
-    ...     print(memory_problem([((1024, 1), 4), ((1, 1024), 4)], 1024 * 1024, 4, runtimes=1))
-    too large to run: about 50348032 bytes (48.0 MiB) of inputs, results and comparison, ...
-    """
-    copies = 1 + runtimes
-    needed = sum(math.prod(max(int(d), 0) for d in shape) * size for shape, size in inputs)
-    needed = copies * (needed + outputs * itemsize) + outputs * _COMPARE_BYTES
-    limit = get_memory_limit()
-    if limit is None or needed <= limit:
-        return None
-    return (
-        f"too large to run: about {needed} bytes ({show_bytes(needed)}) of inputs, results and "
-        f"comparison, more than the memory limit of {limit} bytes ({show_bytes(limit)}; see "
-        "bcast.ops.set_memory_limit)"
-    )
-
-
 def dim_names(graph: Graph) -> set[str]:
     """Return the names of the symbolic dims of ``graph``'s values (what ``--dim`` binds)."""
     shapes = [*graph.shapes.values(), *(s for n in graph.nodes for s in n.output_shapes)]
@@ -361,7 +268,7 @@ def dim_names(graph: Graph) -> set[str]:
 def unused_dims(graphs: Iterable[Graph], dims: Mapping[str, int]) -> list[str]:
     """Return the names in ``dims`` that no dim of any of ``graphs`` has, in ``dims`` order.
 
-    >>> from bcast.check import Graph
+    >>> from bcast.models import Graph
     >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[batch,3]")})
     >>> unused_dims([g], {"batch": 2, "nosuch": 3})
     ['nosuch']
@@ -394,87 +301,3 @@ def compare(ours: Result, theirs: Result, name: str) -> Comparison:
     worst = float(np.nanmax(np.where(np.isnan(diff), np.inf, diff)))
     close = bool(np.all(both_nan | np.isclose(x, y, rtol=RTOL, atol=ATOL)))
     return Comparison(close, f"max abs diff {worst:.3g}", worst)
-
-
-def right_aligned(
-    shapes: Sequence[Shape], chosen: dict[str, int], rank: int | None = None
-) -> list[tuple[int, ...]]:
-    """Concrete shapes, right-aligned: each unknown dim takes the static size its axis meets.
-
-    ``chosen`` holds the values already given to symbols (shared by a node's operands).
-    """
-    out_rank = max((len(s.dims) for s in shapes), default=0) if rank is None else rank
-    return aligned(shapes, [out_rank - len(s.dims) for s in shapes], chosen)
-
-
-def aligned(
-    shapes: Sequence[Shape], offsets: Sequence[int], chosen: dict[str, int]
-) -> list[tuple[int, ...]]:
-    """Concrete shapes of operands placed at ``offsets``: unknown dims take what they meet.
-
-    Parameters
-    ----------
-    shapes : sequence of Shape
-        Operands of known rank.
-    offsets : sequence of int
-        The output axis of each operand's first dim (right alignment: rank minus its rank;
-        PDPD: the axis).
-    chosen : dict of str to int
-        The values already given to symbols; updated.
-
-    Returns
-    -------
-    list of tuple of int
-    """
-    reference: dict[int, int] = {}
-    for shape, offset in zip(shapes, offsets, strict=True):
-        for i, d in enumerate(shape.dims):
-            if d.is_static and d.lo != 1:
-                reference.setdefault(offset + i, d.lo)
-    return [
-        tuple(pick(d, reference.get(offset + i), chosen) for i, d in enumerate(shape.dims))
-        for shape, offset in zip(shapes, offsets, strict=True)
-    ]
-
-
-def pick(dim: Dim, reference: int | None, chosen: dict[str, int]) -> int:
-    """Choose a value for ``dim``: its own, a symbol's earlier choice, ``reference``, else 2."""
-    if dim.is_static:
-        return dim.lo
-    if dim.name is not None and dim.name in chosen:
-        return chosen[dim.name]
-    value = 2
-    if reference is not None and dim.contains(reference):
-        value = reference
-    elif not dim.contains(2):
-        value = dim.lo if dim.lo >= 1 else 1
-    if dim.name is not None:
-        chosen[dim.name] = value
-    return value
-
-
-def random_array(
-    shape: tuple[int, ...], dtype: npt.DTypeLike, rng: np.random.Generator, *, positive: bool
-) -> npt.NDArray[Any]:
-    """Draw an input: bools, small integers (from 1 when ``positive``) or floats.
-
-    Parameters
-    ----------
-    shape : tuple of int
-    dtype : dtype
-    rng : numpy.random.Generator
-    positive : bool
-        Keep the values above 0 (a divisor, a power's base or exponent).
-
-    Returns
-    -------
-    numpy.ndarray
-    """
-    kind = np.dtype(dtype)
-    if kind == np.bool_:
-        return rng.random(shape) < 0.5
-    if np.issubdtype(kind, np.integer):
-        low = 1 if positive else (0 if np.issubdtype(kind, np.unsignedinteger) else -5)
-        return rng.integers(low, 6, size=shape).astype(kind)
-    start = 0.5 if positive else -2.0
-    return rng.uniform(start, 2.0, size=shape).astype(kind)

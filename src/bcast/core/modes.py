@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from bcast.errors import BroadcastError
+from bcast.core.errors import BroadcastError
 
 __all__ = ["Mode"]
 
@@ -29,7 +29,7 @@ class Mode(str, Enum):
     >>> bcast.Mode.parse("NumPy")
     Traceback (most recent call last):
     ...
-    bcast.errors.BroadcastError: unknown mode 'NumPy'; expected one of numpy, none, pdpd, ...
+    bcast.BroadcastError: unknown mode 'NumPy'; expected one of numpy, none, pdpd, ...
     """
 
     NUMPY = "numpy"

@@ -1,9 +1,10 @@
-"""The rule sets: one pure function per mode, each returning a `Plan`.
+"""The rule sets: one pure function per mode, each returning a `Plan`, and their dispatch.
 
 Each rule is "validate the operand count → validate parameters → align → merge pairwise →
 build the Plan". A mode is only an *alignment* (right-aligned, offset by ``axis``, mapped by
-``axes_mapping``); the per-dimension decision is always `bcast.dim.merge_dims` (two-way) or
-`bcast.dim.merge_into` (one-way, which is `merge_dims` narrowed to the target).
+``axes_mapping``); the per-dimension decision is always `bcast.core.dim.merge_dims` (two-way)
+or `bcast.core.dim.merge_into` (one-way, which is `merge_dims` narrowed to the target).
+`bcast.core.planning` puts the plan cache in front of `apply_rule`.
 """
 
 from __future__ import annotations
@@ -12,215 +13,39 @@ import functools
 import itertools
 import operator
 from collections.abc import Callable, Mapping, Sequence, Set
-from typing import Any, Final
+from typing import Final
 
-from bcast.dim import Dim, intersect_dims, merge_dims, merge_into
-from bcast.errors import BroadcastError, show_int, show_ints
-from bcast.modes import Mode
-from bcast.plans import Plan, labels_for
-from bcast.shape import Shape, ShapeLike, as_shape
+from bcast.core.dim import Dim, intersect_dims, merge_dims, merge_into
+from bcast.core.errors import BroadcastError, show_int, show_ints
+from bcast.core.modes import Mode
+from bcast.core.plans import Plan, labels_for
+from bcast.core.shape import Shape, ShapeLike, as_shape
 
-__all__ = ["broadcast_shapes", "plan"]
+__all__ = ["RuleFn", "apply_rule"]
 
 _DYNAMIC: Final = Shape.dynamic()
-_CACHE: dict[object, Plan] = {}
-_CACHE_SIZE: Final = 4096
-_NUMPY: Final = "numpy"  # the default of ``mode``; compared by identity
-_DEFAULT_AXIS: Final = -1  # likewise (CPython keeps one -1)
+
+Shapes = tuple[Shape, ...]
+Mapping_ = tuple[int, ...] | None
+Names = tuple[str, ...]
 
 
-def plan(
-    *shapes: ShapeLike,
-    mode: str | Mode = _NUMPY,
-    axis: int = _DEFAULT_AXIS,
-    axes_mapping: Sequence[int] | None = None,
-) -> Plan:
-    """Apply a broadcasting rule and return the full `Plan` (output and alignment).
-
-    Same arguments as `broadcast_shapes`. Plans of static shapes given as tuples of ints
-    are cached, so the rule runs once per distinct call.
-
-    Examples
-    --------
-    >>> import bcast
-    >>> p = bcast.plan((16,), (1, 16, 50, 50), mode="explicit", axes_mapping=[1])
-    >>> p.aligned_shape(0), str(p.output)
-    ((1, 16, 1, 1), '[1,16,50,50]')
-    """
-    key = _key(shapes, mode, axis, axes_mapping)
-    try:
-        found = _CACHE.get(key)  # get: a miss raises nothing (raising costs ~0.5 us)
-    except TypeError:  # unhashable (lists): take the slow path
-        found = None
-    cacheable = _cacheable(shapes, axis, axes_mapping)
-    if found is not None and cacheable:
-        return found
-    result = _plan(shapes, mode, axis, axes_mapping)
-    if cacheable:
-        if len(_CACHE) >= _CACHE_SIZE:
-            # Clearing is O(1) amortised; deleting the oldest key of a dict scans past the
-            # slots of earlier deletions (3-6 us a call, measured).
-            _CACHE.clear()
-        _CACHE[key] = result
-    return result
-
-
-def _key(shapes: tuple[object, ...], mode: object, axis: object, axes_mapping: object) -> object:
-    """Return the plan cache's key: the shapes alone for the default arguments.
-
-    The two forms never meet: a cached default key is a tuple of tuples of ints, a full key
-    holds the mode (a str or Mode) second. The short one saves building and hashing a
-    4-tuple on the hot path of repeated calls (about 60 ns of 650, measured).
-    """
-    if mode is _NUMPY and axis is _DEFAULT_AXIS and axes_mapping is None:
-        return shapes
-    return (shapes, mode, axis, axes_mapping)
-
-
-def _cacheable(shapes: tuple[object, ...], axis: object, axes_mapping: object) -> bool:
-    """Return True when a call may be answered from, or stored in, the cache.
-
-    A cache hit alone is not enough: ``(True,)`` and ``(2.0,)`` hash and compare equal to
-    ``(1,)`` and ``(2,)``, ``axis=True`` or ``axis=1.0`` to ``axis=1``, and ``(True,)`` to
-    ``(1,)`` as ``axes_mapping``; they must raise TypeError, not return a cached plan. So
-    only shapes that are tuples of plain ints (and a plain int axis, a tuple of them as
-    axes_mapping) are cached. This runs on every repeated call: one function, plain loops.
-    """
-    if type(axis) is not int:
-        return False
-    if axes_mapping is not None and (
-        type(axes_mapping) is not tuple or any(type(i) is not int for i in axes_mapping)
-    ):
-        return False
-    for s in shapes:
-        if type(s) is not tuple:
-            return False
-        for d in s:
-            if type(d) is not int:
-                return False
-    return True
-
-
-def broadcast_shapes(
-    *shapes: ShapeLike,
-    mode: str | Mode = _NUMPY,
-    axis: int = _DEFAULT_AXIS,
-    axes_mapping: Sequence[int] | None = None,
-) -> Shape:
-    """Return the shape that ``shapes`` broadcast to under ``mode``.
-
-    Implements ONNX ``docs/Broadcasting.md`` (multidirectional, unidirectional) and the
-    OpenVINO broadcast rules (``none``, ``numpy``, ``pdpd``, bidirectional, explicit).
-
-    Parameters
-    ----------
-    *shapes : Shape, str or sequence of dims
-        The operands: any number for ``numpy`` (none gives ``[]``), one or more for ``none``,
-        exactly two (``A, B`` or ``data, target``) for the other modes.
-    mode : str or Mode, default "numpy"
-        ``numpy`` (alias ``multidirectional``), ``none``, ``pdpd``, ``unidirectional``,
-        ``bidirectional`` or ``explicit``.
-    axis : int, default -1
-        PDPD only: the axis of A where B starts; -1 means ``rank(A) - rank(B)``.
-    axes_mapping : sequence of int, optional
-        Explicit only: the output axis of each data axis, strictly increasing.
-
-    Returns
-    -------
-    Shape
-        The most precise sound result: on partial shapes, the narrowest dims that contain
-        every result the concrete shapes could produce.
-
-    Raises
-    ------
-    BroadcastError
-        If the shapes cannot broadcast (``.axis`` is the failing output axis) or a parameter
-        is invalid (operand count, axis, axes_mapping, negative dims).
-    TypeError
-        For arguments of the wrong Python type (a bool or float dim, a non-int axis).
-
-    See Also
-    --------
-    plan : the same rule, returning the alignment as well.
-
-    Notes
-    -----
-    Where ONNX shape inference or OpenVINO answer differently on partial shapes, the
-    project's ``docs/peer-differences.md`` lists the case.
-
-    Examples
-    --------
-    >>> import bcast
-    >>> str(bcast.broadcast_shapes((2, 3, 4, 5), (5,)))
-    '[2,3,4,5]'
-    >>> str(bcast.broadcast_shapes("[N,1,8]", "[1,4,?]"))
-    '[N,4,8]'
-    >>> str(bcast.broadcast_shapes("[2,3,4,5]", "[3,1]", mode="pdpd", axis=1))
-    '[2,3,4,5]'
-    >>> bcast.broadcast_shapes((2, 3), (4,))
-    Traceback (most recent call last):
-    ...
-    bcast.errors.BroadcastError: numpy: cannot broadcast [2,3] and [4] at axis 1: 3 vs 4
-      #0  2  3
-      #1     4
-             ^ axis 1
-    """
-    if mode is _NUMPY and axis is _DEFAULT_AXIS and axes_mapping is None:
-        # The hot path: `_key` and `_cacheable` inlined for the default arguments (two calls
-        # of about 60 ns each, of 780 ns in all, measured).
-        try:
-            found = _CACHE.get(shapes)
-        except TypeError:  # lists: as tuples, when they hold plain ints (12 us -> 2 us)
-            return _from_lists(shapes)
-        if found is not None:
-            for s in shapes:
-                if type(s) is not tuple:
-                    break
-                for d in s:
-                    if type(d) is not int:
-                        break
-                else:
-                    continue
-                break
-            else:
-                return found.output
-        return plan(*shapes).output
-    try:
-        found = _CACHE.get((shapes, mode, axis, axes_mapping))
-    except TypeError:
-        return _plan(shapes, mode, axis, axes_mapping).output
-    if found is not None and _cacheable(shapes, axis, axes_mapping):
-        return found.output
-    return plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping).output
-
-
-def _from_lists(shapes: tuple[Any, ...]) -> Shape:
-    """`broadcast_shapes` of shapes given as lists, through the cache where they allow it.
-
-    Lists of plain ints are looked up (and planned) as the tuples they equal; anything else
-    takes the full path with the shapes as given, so its errors name them as they came.
-    """
-    key = tuple(tuple(s) if type(s) is list else s for s in shapes)
-    try:
-        found = _CACHE.get(key)
-    except TypeError:  # nested lists, or other unhashable things: the full path explains
-        return _plan(shapes, _NUMPY, _DEFAULT_AXIS, None).output
-    if not _cacheable(key, _DEFAULT_AXIS, None):
-        return _plan(shapes, _NUMPY, _DEFAULT_AXIS, None).output
-    if found is None:
-        found = plan(*key)
-    return found.output
-
-
-# -- the boundary ------------------------------------------------------------------------
-
-
-def _plan(
+def apply_rule(
     raw: tuple[ShapeLike, ...],
     mode_arg: str | Mode,
     axis: int,
     axes_mapping: Sequence[int] | None,
+    labels: Sequence[str] | None = None,
 ) -> Plan:
+    """Validate the mode and the parameters, then run the mode's rule (no cache).
+
+    ``labels`` names the operands in messages and pictures (default: by the mode's roles,
+    `labels_for`), so that a caller such as the model checker can speak its own words.
+
+    >>> import bcast
+    >>> str(apply_rule(((2, 1), (3,)), "numpy", -1, None).output)
+    '[2,3]'
+    """
     mode = Mode.parse(mode_arg)
     shapes = _operands(mode, raw)
     _check_count(mode, shapes)
@@ -245,7 +70,10 @@ def _plan(
             shapes=shapes,
             kind="parameter",
         )
-    return _RULES[mode](shapes, int(axis), mapping)
+    names = labels_for(mode, len(shapes)) if labels is None else tuple(labels)
+    if len(names) != len(shapes):
+        raise ValueError(f"labels must name each of the {len(shapes)} operands; got {names}")
+    return _RULES[mode](shapes, int(axis), mapping, names)
 
 
 def _operands(mode: Mode, raw: tuple[ShapeLike, ...]) -> tuple[Shape, ...]:
@@ -321,6 +149,7 @@ def _fail(
     axis: int | None = None,
     operand: int | None = None,
     kind: str = "shapes",
+    labels: Sequence[str] | None = None,
 ) -> BroadcastError:
     return BroadcastError(
         reason,
@@ -331,7 +160,7 @@ def _fail(
         operand=operand,
         alignment=alignment,
         out_rank=out_rank,
-        labels=labels_for(mode, len(shapes)),
+        labels=labels_for(mode, len(shapes)) if labels is None else labels,
     )
 
 
@@ -350,7 +179,7 @@ def _last_axes(rank: int, out_rank: int) -> tuple[int, ...]:
     return tuple(range(out_rank - rank, out_rank))
 
 
-def _merge_right_aligned(mode: Mode, shapes: tuple[Shape, ...]) -> Plan:
+def _merge_right_aligned(mode: Mode, shapes: tuple[Shape, ...], names: Names) -> Plan:
     """Multidirectional broadcasting of any number of operands (NumPy's rule)."""
     ranked = [s for s in shapes if s.ranked]
     out_rank = max((len(s.dims) for s in ranked), default=0)
@@ -378,11 +207,12 @@ def _merge_right_aligned(mode: Mode, shapes: tuple[Shape, ...]) -> Plan:
                     out_rank,
                     axis=axis,
                     operand=index,
+                    labels=names,
                 )
             out[axis] = step
     if len(ranked) < len(shapes):
         return Plan(mode, shapes, _DYNAMIC, alignment)
-    return Plan(mode, shapes, Shape._of_dims(tuple(d for d in out if d is not None)), alignment)
+    return Plan(mode, shapes, Shape.of_dims(tuple(d for d in out if d is not None)), alignment)
 
 
 def _merge_one_way(
@@ -393,6 +223,7 @@ def _merge_one_way(
     source: Shape,
     alignment: tuple[tuple[int | None, ...] | None, ...],
     why: str,
+    names: Names,
     operand: int = 1,
 ) -> tuple[Dim, ...]:
     """Fit ``source`` axis ``i`` onto ``target`` axis ``j`` for each pair ``(i, j)``."""
@@ -409,6 +240,7 @@ def _merge_one_way(
                 len(dims),
                 axis=j,
                 operand=operand,
+                labels=names,
             )
         dims[j] = merged
     return tuple(dims)
@@ -417,17 +249,15 @@ def _merge_one_way(
 # -- one function per mode ---------------------------------------------------------------
 
 
-def _rule_numpy(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None) -> Plan:
-    return _merge_right_aligned(Mode.NUMPY, shapes)
+def _rule_numpy(shapes: Shapes, axis: int, mapping: Mapping_, names: Names) -> Plan:
+    return _merge_right_aligned(Mode.NUMPY, shapes, names)
 
 
-def _rule_bidirectional(
-    shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None
-) -> Plan:
-    return _merge_right_aligned(Mode.BIDIRECTIONAL, shapes)
+def _rule_bidirectional(shapes: Shapes, axis: int, mapping: Mapping_, names: Names) -> Plan:
+    return _merge_right_aligned(Mode.BIDIRECTIONAL, shapes, names)
 
 
-def _rule_none(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None) -> Plan:
+def _rule_none(shapes: Shapes, axis: int, mapping: Mapping_, names: Names) -> Plan:
     mode = Mode.NONE
     ranked = [s for s in shapes if s.ranked]
     out_rank = max((len(s.dims) for s in ranked), default=0)
@@ -443,6 +273,7 @@ def _rule_none(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | 
             shapes,
             alignment,
             out_rank,
+            labels=names,
         )
     out = list(ranked[0].dims)
     for index, shape in enumerate(shapes):
@@ -460,16 +291,16 @@ def _rule_none(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | 
                     out_rank,
                     axis=i,
                     operand=index,
+                    labels=names,
                 )
             out[i] = merged
-    return Plan(mode, shapes, Shape._of_dims(tuple(out)), alignment)
+    return Plan(mode, shapes, Shape.of_dims(tuple(out)), alignment)
 
 
-def _rule_unidirectional(
-    shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None
-) -> Plan:
+def _rule_unidirectional(shapes: Shapes, axis: int, mapping: Mapping_, names: Names) -> Plan:
     mode = Mode.UNIDIRECTIONAL
     a, b = shapes
+    la, lb = names
     if a.rank is None:
         return Plan(mode, shapes, _DYNAMIC, (None, _right_aligned(b, b.rank or 0)))
     alignment = (tuple(range(a.rank)), _right_aligned(b, a.rank))
@@ -477,49 +308,58 @@ def _rule_unidirectional(
         return Plan(mode, shapes, a, alignment)
     if b.rank > a.rank:
         raise _fail(
-            f"B {b} has rank {b.rank}, more than A {a} (rank {a.rank}); B must broadcast to A",
+            f"{lb} {b} has rank {b.rank}, more than {la} {a} (rank {a.rank}); "
+            f"{lb} must broadcast to {la}",
             mode,
             shapes,
             (tuple(range(b.rank - a.rank, b.rank)), tuple(range(b.rank))),
             b.rank,
             operand=1,
+            labels=names,
         )
     offset = a.rank - b.rank
     pairs = [(i, offset + i) for i in range(b.rank)]
-    dims = _merge_one_way(mode, shapes, a, pairs, b, alignment, "B must equal A or be 1")
-    return Plan(mode, shapes, Shape._of_dims(dims), alignment)
+    dims = _merge_one_way(
+        mode, shapes, a, pairs, b, alignment, f"{lb} must equal {la} or be 1", names
+    )
+    return Plan(mode, shapes, Shape.of_dims(dims), alignment)
 
 
-def _rule_pdpd(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None) -> Plan:
+def _rule_pdpd(shapes: Shapes, axis: int, mapping: Mapping_, names: Names) -> Plan:
     mode = Mode.PDPD
     a, b = shapes
+    la, lb = names
     if axis < -1:
         raise _fail(
             f"axis must be -1 or a non-negative integer; got {show_int(axis)}",
             mode,
             shapes,
             kind="parameter",
+            labels=names,
         )
     if a.rank is None:
         return Plan(mode, shapes, _DYNAMIC, (None, None), axis=None)
     if b.rank is None:
         if axis > a.rank:
             raise _fail(
-                f"axis {show_int(axis)} is beyond the rank of A {a} (at most {a.rank})",
+                f"axis {show_int(axis)} is beyond the rank of {la} {a} (at most {a.rank})",
                 mode,
                 shapes,
                 kind="parameter",
+                labels=names,
             )
         return Plan(mode, shapes, a, (tuple(range(a.rank)), None), axis=None)
     ra, rb = a.rank, b.rank
     if rb > ra:
         raise _fail(
-            f"B {b} has rank {rb}, more than A {a} (rank {ra}); PDPD needs rank(B) <= rank(A)",
+            f"{lb} {b} has rank {rb}, more than {la} {a} (rank {ra}); "
+            f"PDPD needs rank({lb}) <= rank({la})",
             mode,
             shapes,
             (tuple(range(rb - ra, rb)), tuple(range(rb))),
             rb,
             operand=1,
+            labels=names,
         )
     start = ra - rb if axis == -1 else axis
     # B's trailing ones are ignored (OpenVINO broadcast rules, PDPD rule 5): dims of B past
@@ -527,34 +367,38 @@ def _rule_pdpd(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | 
     fit = ra - start
     if fit < 0:
         raise _fail(
-            f"axis {show_int(axis)} is beyond the rank of A {a} (at most {ra})",
+            f"axis {show_int(axis)} is beyond the rank of {la} {a} (at most {ra})",
             mode,
             shapes,
             kind="parameter",
+            labels=names,
         )
     overhang = [i for i in range(fit, rb) if not b.dims[i].maybe_one()]
     if overhang:
         # Drawn with B overhanging A: the columns past A's last axis are no output axes.
-        shown = ", ".join(f"{b.dims[i]} (B axis {i})" for i in overhang)
+        shown = ", ".join(f"{b.dims[i]} ({lb} axis {i})" for i in overhang)
         raise _fail(
-            f"B {b} starting at axis {start} does not fit in A {a}: {shown} would lie past "
-            f"A's last axis, where only trailing 1s of B are allowed",
+            f"{lb} {b} starting at axis {start} does not fit in {la} {a}: {shown} would lie "
+            f"past {la}'s last axis, where only trailing 1s of {lb} are allowed",
             mode,
             shapes,
             (tuple(range(ra)), tuple(range(start, start + rb))),
             start + rb,
             operand=1,
+            labels=names,
         )
     alignment = (
         tuple(range(ra)),
         tuple(start + i if i < fit else None for i in range(rb)),
     )
     pairs = [(i, start + i) for i in range(min(rb, fit))]
-    dims = _merge_one_way(mode, shapes, a, pairs, b, alignment, "B must equal A or be 1")
-    return Plan(mode, shapes, Shape._of_dims(dims), alignment, axis=start)
+    dims = _merge_one_way(
+        mode, shapes, a, pairs, b, alignment, f"{lb} must equal {la} or be 1", names
+    )
+    return Plan(mode, shapes, Shape.of_dims(dims), alignment, axis=start)
 
 
-def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...] | None) -> Plan:
+def _rule_explicit(shapes: Shapes, axis: int, mapping: Mapping_, names: Names) -> Plan:
     mode = Mode.EXPLICIT
     data, target = shapes
     if mapping is None:
@@ -563,6 +407,7 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
             mode,
             shapes,
             kind="parameter",
+            labels=names,
         )
     listed = show_ints(mapping)
     if data.rank is not None and len(mapping) != data.rank:
@@ -572,6 +417,7 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
             mode,
             shapes,
             kind="parameter",
+            labels=names,
         )
     for value in mapping:
         if value < 0:
@@ -580,6 +426,7 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
                 mode,
                 shapes,
                 kind="parameter",
+                labels=names,
             )
     for first, second in itertools.pairwise(mapping):
         if second <= first:
@@ -588,6 +435,7 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
                 mode,
                 shapes,
                 kind="parameter",
+                labels=names,
             )
     if target.rank is not None and mapping and mapping[-1] >= target.rank:
         raise _fail(
@@ -595,6 +443,7 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
             mode,
             shapes,
             kind="parameter",
+            labels=names,
         )
     data_axes = tuple(mapping) if data.rank is not None else None
     if target.rank is None:
@@ -604,12 +453,13 @@ def _rule_explicit(shapes: tuple[Shape, ...], axis: int, mapping: tuple[int, ...
         return Plan(mode, shapes, target, alignment, axes_mapping=mapping)
     pairs = list(enumerate(mapping))
     dims = _merge_one_way(
-        mode, shapes, target, pairs, data, alignment, "data must equal the target or be 1", 0
+        mode, shapes, target, pairs, data, alignment, "data must equal the target or be 1", names, 0
     )
-    return Plan(mode, shapes, Shape._of_dims(dims), alignment, axes_mapping=mapping)
+    return Plan(mode, shapes, Shape.of_dims(dims), alignment, axes_mapping=mapping)
 
 
-RuleFn = Callable[[tuple[Shape, ...], int, "tuple[int, ...] | None"], Plan]
+RuleFn = Callable[[Shapes, int, Mapping_, Names], Plan]
+"""A mode's rule: operands, PDPD's axis, the explicit axes_mapping, the operands' labels."""
 
 _RULES: Final[dict[Mode, RuleFn]] = {
     Mode.NUMPY: _rule_numpy,

@@ -1,6 +1,6 @@
-"""The numba code of `bcast._compiled`: one row walker, specialised per operation.
+"""The numba code of `bcast.engine.compiled`: one row walker, specialised per operation.
 
-Imported only by `bcast._compiled`, only when numba is installed, and only on the first
+Imported only by `bcast.engine.compiled`, only when numba is installed, and only on the first
 large call. The operation is a literal integer (an index into `SCALARS`): numba compiles
 the walker once per operation and dtypes, and caches the machine code on disk
 (``cache=True``), so later processes load it instead of compiling it again.
@@ -9,7 +9,6 @@ the walker once per operation and dtypes, and caches the machine code on disk
 from __future__ import annotations
 
 import functools
-import math
 import threading
 import warnings
 from typing import Any, Final
@@ -20,6 +19,9 @@ from numba import carray, literally, njit, typeof, types
 from numba.core import cgutils
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic, overload
+
+from bcast.engine.numba_pow import pow_float32 as _pow
+from bcast.engine.numba_pow import pow_special
 
 __all__ = ["SCALARS", "walk", "walker"]
 
@@ -78,89 +80,6 @@ def _xor(x: Any, y: Any, z: Any) -> Any:
     return x ^ y
 
 
-# -- float32 Pow: 2 ** (y * log2 x) in float64, rounded once ---------------------------------
-# glibc's powf (NumPy's) is a scalar call per element. Here the logarithm and the exponential
-# are polynomials in float64 (relative error about 1e-15, far below float32's 6e-8), with the
-# exponent and mantissa taken from the bits: plain arithmetic, which LLVM vectorises. Only
-# positive normal finite bases with finite exponents take it; `_pow_special` finds the rest
-# (zeros, negatives, subnormals, inf, NaN), which `_fix` recomputes with powf itself.
-
-# Series coefficients, lowest power first, padded with zeros to the 16 that `_estrin` takes.
-# Truncation errors: log 2e-14 (|s| < 0.172), exp 7e-15 (|f| < 0.347); float32 keeps 6e-8.
-_LOG_TERMS: Final = tuple(1.0 / (2 * k + 1) if k < 9 else 0.0 for k in range(16))  # atanh, s**2
-_EXP_TERMS: Final = tuple(1.0 / math.factorial(k) if k < 13 else 0.0 for k in range(16))  # exp
-_LN2: Final = math.log(2.0)
-_ROUND: Final = 1.5 * 2.0**52  # t + _ROUND: t rounded to an integer, in the low bits
-_ROUND_BITS: Final = 0x4338000000000000  # the bits of _ROUND
-_SQRT2_MANTISSA: Final = 0x3504F3  # mantissa bits above which 1.m exceeds sqrt(2)
-
-
-def _bitcast(source: Any, target: Any, bits: Any) -> Any:
-    """Build an intrinsic that reads a ``source`` value's bits as a ``target`` (LLVM ``bits``)."""
-
-    @intrinsic
-    def cast(typingctx: Any, value: Any) -> Any:
-        if value != source:
-            return None
-
-        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            return builder.bitcast(args[0], bits)
-
-        return target(value), codegen
-
-    return cast
-
-
-_float32_bits = _bitcast(types.float32, types.int32, ir.IntType(32))
-_float64_bits = _bitcast(types.float64, types.int64, ir.IntType(64))
-_float64_of_bits = _bitcast(types.int64, types.float64, ir.DoubleType())
-
-
-@njit(inline="always")
-def _pow_special(x: Any, y: Any) -> Any:
-    """Tell whether ``x ** y`` needs powf: x not positive, normal and finite, or y not finite."""
-    bits = _float32_bits(x)
-    return (bits <= 0x007FFFFF) | (bits >= 0x7F800000) | (not abs(y) < math.inf)
-
-
-@njit(inline="always")
-def _estrin(x: Any, c: Any) -> Any:
-    """Return the polynomial with the 16 coefficients ``c`` (lowest first) at ``x``.
-
-    Estrin's scheme: pairs, then pairs of pairs, so the chain of dependent multiply-adds
-    is 4 long instead of ``len(c)`` (Horner's); the vectorised loop runs at throughput.
-    """
-    x2 = x * x
-    x4 = x2 * x2
-    x8 = x4 * x4
-    p0 = (c[0] + c[1] * x) + (c[2] + c[3] * x) * x2
-    p1 = (c[4] + c[5] * x) + (c[6] + c[7] * x) * x2
-    p2 = (c[8] + c[9] * x) + (c[10] + c[11] * x) * x2
-    p3 = (c[12] + c[13] * x) + (c[14] + c[15] * x) * x2
-    return (p0 + p1 * x4) + (p2 + p3 * x4) * x8
-
-
-def _pow(x: Any, y: Any, z: Any) -> Any:
-    # No conversion between floats and 64-bit integers (AVX2 has none): the exponent goes
-    # through int32, and 2 ** round(t) is built from the bits of t + 1.5 * 2**52.
-    bits = _float32_bits(x)
-    mantissa_bits = bits & 0x007FFFFF
-    high = mantissa_bits > _SQRT2_MANTISSA  # fold 1.m into [sqrt(1/2), sqrt(2))
-    exponent = np.float64(np.int32((bits >> 23) - 127 + high))
-    mantissa = np.float64(np.int32(mantissa_bits)) * 2.0**-23 + 1.0
-    mantissa = mantissa * (1.0 - 0.5 * high)  # halved when high (exact; no branch)
-    s = (mantissa - 1.0) / (mantissa + 1.0)  # log(m) = 2 atanh(s)
-    s2 = s * s
-    series = _estrin(s2, _LOG_TERMS)
-    t = np.float64(y) * (exponent + (2.0 / _LN2) * s * series)  # y * log2(x)
-    t = min(max(t, -200.0), 200.0)  # beyond: 0 or inf in float32 all the same
-    shifted = t + _ROUND
-    f = (t - (shifted - _ROUND)) * _LN2  # |f| <= ln(2) / 2
-    power = _estrin(f, _EXP_TERMS)
-    scale = _float64_of_bits((_float64_bits(shifted) - _ROUND_BITS + 1023) << 52)
-    return np.float32(power * scale)
-
-
 def _fix(op: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any) -> None:
     raise NotImplementedError  # compiled code only: see the overload below
 
@@ -180,10 +99,10 @@ def _fix_overload(op: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n:
     def recompute(op: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any) -> None:
         special = False
         for c in range(n):  # a reduction: vectorised
-            special |= _pow_special(x[xo + c], y[yo + c])
+            special |= pow_special(x[xo + c], y[yo + c])
         if special:
             for c in range(n):
-                if _pow_special(x[xo + c], y[yo + c]):
+                if pow_special(x[xo + c], y[yo + c]):
                     o[oo + c] = x[xo + c] ** y[yo + c]  # powf, as NumPy's float32 power
 
     return recompute
@@ -278,7 +197,7 @@ _ROW_FLAGS: Final = {"contract"}
 # Rows are runs of the 1-D arrays from an offset; offsets and lengths are unsigned (uint64):
 # numba then emits no negative-index wraparound, so addresses are affine and LLVM vectorises
 # the loops. Nothing here slices an array per row: each slice is a reference count taken
-# and dropped (measured: 240 ns a row, 8x the whole work on rows of 128 elements).
+# and dropped, which costs more than the work on short rows.
 
 
 @njit(nogil=True, error_model="numpy", fastmath=_ROW_FLAGS, cache=True)
@@ -399,7 +318,7 @@ def walk(
     if np.uint64(o.ctypes.data) % np.uint64(o.itemsize) != 0:
         # Elements off their natural alignment never reach an ALIGN boundary, where the
         # streaming vector stores must start. Checked here, once: a branch in _streamed_row
-        # cost its loop the vectorisation (Where: 26 ms instead of 10 ms).
+        # cost its loop the vectorisation.
         stream = False
     rank = shape.size
     n = shape[rank - 1]

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from bcast.errors import BroadcastError, show_int, show_text
+from bcast.core.errors import BroadcastError, show_int, show_text
 
 __all__ = ["Dim", "DimLike", "MAX_DIM", "as_dim", "intersect_dims", "merge_dims", "merge_into"]
 
@@ -97,7 +97,7 @@ class Dim:
     >>> bcast.Dim(5, 3)
     Traceback (most recent call last):
     ...
-    bcast.errors.BroadcastError: interval lower bound 5 exceeds upper bound 3
+    bcast.BroadcastError: interval lower bound 5 exceeds upper bound 3
     """
 
     lo: int
@@ -128,8 +128,8 @@ class Dim:
         >>> bcast.Dim.static(4) is bcast.Dim.static(4)
         True
         """
-        if type(value) is int and 0 <= value < len(_SMALL):
-            return _SMALL[value]
+        if type(value) is int and 0 <= value < len(SMALL_DIMS):
+            return SMALL_DIMS[value]
         return cls(value)
 
     @classmethod
@@ -300,7 +300,8 @@ class Dim:
 DimLike = Dim | int | str | None
 """What a shape-like sequence may hold: a `Dim`, an int, a dim text or symbol, None (= ``?``)."""
 
-_SMALL: Final = tuple(Dim(i) for i in range(1025))
+SMALL_DIMS: Final = tuple(Dim(i) for i in range(1025))
+"""The static dims 0..1024, shared (building a Dim costs more than finding one)."""
 _UNKNOWN: Final = Dim(0, None)
 
 
@@ -312,8 +313,8 @@ def as_dim(value: DimLike) -> Dim:
     ['3', '?', 'N', '2..5', '1..']
     """
     if type(value) is int:
-        if 0 <= value < len(_SMALL):
-            return _SMALL[value]
+        if 0 <= value < len(SMALL_DIMS):
+            return SMALL_DIMS[value]
         return Dim(value)
     if isinstance(value, Dim):
         return value
@@ -341,8 +342,8 @@ def _overlap(a: Dim, b: Dim) -> tuple[int, int | None] | None:
 
 
 def _from_bounds(lo: int, hi: int | None) -> Dim:
-    if hi is not None and lo == hi and lo < len(_SMALL):
-        return _SMALL[lo]
+    if hi is not None and lo == hi and lo < len(SMALL_DIMS):
+        return SMALL_DIMS[lo]
     return Dim.interval(lo, hi)
 
 

@@ -1,15 +1,14 @@
 """Views: a `Plan` applied to arrays, as read-only, zero-copy broadcasts.
 
-Every rule set ends in the same two steps (see `bcast.lowering`): reshape each operand to its
+Every rule set ends in the same two steps (see `bcast.core.lowering`): reshape each operand to its
 *aligned shape* (``Plan.aligned_shape``: 1s where it has no axis, PDPD's dropped trailing
 ones removed), then broadcast it multidirectionally to the output with the array library's
 own ``broadcast_to``. Both steps only insert or remove axes of length 1 and set strides to 0,
 so the result is a view whatever its size: O(1) time and memory.
 
-NumPy arrays take a direct path. Any other array goes through the namespace that
-`array_api_compat` gives it (PyTorch, CuPy, JAX, array-api-strict), imported only
-then, so ``import bcast`` loads neither NumPy nor array-api-compat. Dask arrays, alone or
-with NumPy ones, go to ``bcast._dask`` (lazy, chunk-aware views; imported only then).
+Each entry asks `bcast.arrays.libraries.library_of` once which library the operands are of:
+NumPy arrays take a direct path, any other array its array-API namespace, and Dask arrays
+(alone or with NumPy ones) go to `bcast.arrays.dask` (lazy, chunk-aware views).
 """
 
 from __future__ import annotations
@@ -18,13 +17,14 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from bcast.errors import BroadcastError
-from bcast.modes import Mode
-from bcast.rules import plan
-from bcast.shape import ShapeLike, as_shape
+from bcast.arrays.libraries import NUMPY, library_of, shape_of
+from bcast.arrays.targets import plan_to_target, static_shape
+from bcast.core.modes import Mode
+from bcast.core.planning import plan
+from bcast.core.shape import ShapeLike
 
 if TYPE_CHECKING:
-    from bcast.plans import Plan
+    from bcast.core.plans import Plan
 
 __all__ = ["Array", "broadcast_arrays", "broadcast_to"]
 
@@ -42,12 +42,6 @@ class Array(Protocol):
 
 
 ArrayT = TypeVar("ArrayT", bound=Array)
-
-_DASK_CORE = "dask.array.core"  # the module of dask.array.Array (see `is_dask`)
-
-# x plays B / data, the target shape plays A / target: the order `plan` takes them in, and
-# the index of x among them.
-_TARGET_FIRST = (Mode.NUMPY, Mode.UNIDIRECTIONAL, Mode.PDPD, Mode.NONE)
 
 
 def broadcast_to(
@@ -138,18 +132,19 @@ def broadcast_to(
     >>> bcast.broadcast_to(np.ones((2, 3)), (3,))
     Traceback (most recent call last):
     ...
-    bcast.errors.BroadcastError: unidirectional: B [2,3] has rank 2, more than A [3] (rank 1); ...
+    bcast.BroadcastError: unidirectional: B [2,3] has rank 2, more than A [3] (rank 1); ...
     """
-    if is_dask(x):  # Dask hook: lazy, chunk-aware views (bcast._dask, imported only now)
-        from bcast import _dask
+    lib = library_of(x)
+    if lib.dask:
+        from bcast.arrays import dask
 
-        lazy: ArrayT = _dask.broadcast_to(x, shape, mode=mode, axis=axis, axes_mapping=axes_mapping)
+        lazy: ArrayT = dask.broadcast_to(x, shape, mode=mode, axis=axis, axes_mapping=axes_mapping)
         return lazy
     target = static_shape(shape, "shape")
     the_plan, index = plan_to_target(
         shape_of(x), target, mode=mode, axis=axis, axes_mapping=axes_mapping
     )
-    view: ArrayT = aligned_view(x, the_plan, index, broadcast=True)
+    view: ArrayT = aligned_view(x, the_plan, index, broadcast=True, xp=lib.xp)
     return view
 
 
@@ -198,162 +193,43 @@ def broadcast_arrays(
     >>> b.shape
     (2, 3, 4)
     """
-    if _DASK_CORE in sys.modules and any(is_dask(x) for x in arrays):  # Dask hook (bcast._dask)
-        namespace_of(*arrays)  # Dask and NumPy only, or TypeError
-        from bcast import _dask
+    lib = library_of(*arrays) if arrays else NUMPY  # one library for all, or TypeError
+    if lib.dask:
+        from bcast.arrays import dask
 
-        lazy: tuple[ArrayT, ...] = _dask.broadcast_arrays(*arrays, mode=mode, axis=axis)
+        lazy: tuple[ArrayT, ...] = dask.broadcast_arrays(*arrays, mode=mode, axis=axis)
         return lazy
     the_plan = plan(*(shape_of(x) for x in arrays), mode=mode, axis=axis)
-    if arrays:
-        namespace_of(*arrays)  # one library for all, or TypeError
-    return tuple(aligned_view(x, the_plan, k, broadcast=True) for k, x in enumerate(arrays))
+    return tuple(
+        aligned_view(x, the_plan, k, broadcast=True, xp=lib.xp) for k, x in enumerate(arrays)
+    )
 
 
 # -- shared with bcast.ops and bcast.engine ------------------------------------------------
 
 
-def static_shape(shape: ShapeLike, what: str) -> tuple[int, ...]:
-    """Normalise a target shape to a tuple of ints (the form `plan` caches).
-
-    >>> static_shape([2, 3], "shape"), static_shape("[4]", "shape")
-    ((2, 3), (4,))
-    """
-    if isinstance(shape, (tuple, list)) and all(type(d) is int for d in shape):
-        if any(d < 0 for d in shape):
-            as_shape(tuple(shape))  # raises the shape layer's error for negative dims
-        return tuple(shape)
-    normal = as_shape(shape)
-    if not normal.is_static:
-        raise BroadcastError(f"{what} must be static to broadcast an array; got {normal}")
-    return normal.to_tuple()
-
-
-def shape_of(x: object) -> tuple[int, ...]:
-    """Return the shape of an array as a tuple of ints, or raise for a non-array or unknown dims.
-
-    >>> import numpy as np
-    >>> shape_of(np.ones((2, 3)))
-    (2, 3)
-    """
-    shape = getattr(x, "shape", None)
-    if shape is None or not hasattr(x, "dtype"):
-        raise TypeError(f"expected an array (with shape and dtype); got {type(x).__name__}")
-    if type(shape) is tuple and all(type(d) is int for d in shape):
-        return shape
-    dims = tuple(shape)
-    for d in dims:
-        if d is None or d != d:  # None (array API) or NaN (Dask's unknown chunks)
-            raise ValueError(f"the array's shape must be known to broadcast it; got {dims}")
-    return tuple(int(d) for d in dims)
-
-
-def plan_to_target(
-    x_shape: tuple[int | None, ...],
-    target: tuple[int, ...],
-    *,
-    mode: str | Mode,
-    axis: int = -1,
-    axes_mapping: Sequence[int] | None = None,
-) -> tuple[Plan, int]:
-    """Plan a broadcast of an array of shape ``x_shape`` onto ``target``.
-
-    Returns the plan and the index of the array among its operands: modes with roles
-    ``A, B`` take the target first, ``data, target`` modes take the array first. Mode
-    ``numpy`` is NumPy's one-directional ``broadcast_to``, i.e. the unidirectional rule.
-
-    >>> p, k = plan_to_target((3,), (2, 3), mode="numpy")
-    >>> str(p.mode), k, p.aligned_shape(k)
-    ('unidirectional', 1, (1, 3))
-    """
-    parsed = Mode.parse(mode)
-    if isinstance(axes_mapping, list):
-        axes_mapping = tuple(axes_mapping)  # hashable: the plan cache can hold it
-    if parsed in _TARGET_FIRST:
-        rule = Mode.UNIDIRECTIONAL if parsed is Mode.NUMPY else parsed
-        return plan(target, x_shape, mode=rule, axis=axis, axes_mapping=axes_mapping), 1
-    return plan(x_shape, target, mode=parsed, axis=axis, axes_mapping=axes_mapping), 0
-
-
-def namespace_of(*arrays: object) -> Any:
-    """Return None when every operand is a NumPy array, else their array-API namespace.
-
-    `array_api_compat` is imported here, the first time a non-NumPy array arrives. Operands
-    of different libraries raise TypeError (from `array_api_compat.array_namespace`).
-    """
-    np = sys.modules.get("numpy")
-    if np is not None and all(isinstance(x, np.ndarray) for x in arrays):
-        return None
-    for x in arrays:
-        if not (hasattr(x, "shape") and hasattr(x, "dtype")):
-            raise TypeError(f"expected an array (with shape and dtype); got {type(x).__name__}")
-    from array_api_compat import array_namespace
-
-    # Dask hook: NumPy operands may join Dask ones (bcast._dask wraps them lazily).
-    if (
-        np is not None
-        and any(is_dask(x) for x in arrays)
-        and all(is_dask(x) or isinstance(x, (np.ndarray, np.generic)) for x in arrays)
-    ):
-        return array_namespace(*(x for x in arrays if is_dask(x)))
-    return array_namespace(*arrays)
-
-
-def is_dask(x: object) -> bool:
-    """Tell whether ``x`` is a Dask array, without importing Dask.
-
-    A Dask array can only exist once ``dask.array`` is imported, so this is one dictionary
-    lookup when it is not.
-    """
-    core = sys.modules.get(_DASK_CORE)
-    return core is not None and isinstance(x, core.Array)
-
-
-def is_dask_namespace(xp: object) -> bool:
-    """Tell whether ``xp`` is array-api-compat's namespace for Dask arrays."""
-    return getattr(xp, "__name__", None) == "array_api_compat.dask.array"
-
-
-def dims_of(x: object) -> tuple[int | None, ...]:
-    """Return an array's dims for planning: `shape_of`, with a Dask dim of unknown length as None.
-
-    None is ``?`` in the Shape the rules get, so the checks that the known dims decide still
-    run. Other arrays go through `shape_of` (which rejects unknown dims).
-
-    >>> import numpy as np
-    >>> dims_of(np.ones((2, 3)))
-    (2, 3)
-    """
-    shape = getattr(x, "shape", None)
-    if type(shape) is tuple and all(type(d) is int for d in shape):
-        return shape
-    if is_dask(x):
-        from bcast import _dask
-
-        return _dask.dims_of(x)
-    return shape_of(x)
-
-
-def aligned_view(x: Any, the_plan: Plan, index: int, *, broadcast: bool, xp: Any = None) -> Any:
+def aligned_view(x: Any, the_plan: Plan, index: int, *, broadcast: bool, xp: Any) -> Any:
     """Reshape ``x`` to the plan's aligned shape of operand ``index``; broadcast it if asked.
 
-    The reshape only inserts or removes axes of length 1, which every library does as a
-    view. With ``broadcast=False`` the result is left for the kernel's own broadcasting
-    (which, on aligned shapes, is exactly what the plan says).
+    ``xp`` is the operands' `Library.xp`: None for NumPy arrays. The reshape only inserts or
+    removes axes of length 1, which every library does as a view. With ``broadcast=False``
+    the result is left for the kernel's own broadcasting (which, on aligned shapes, is
+    exactly what the plan says).
     """
     aligned = _aligned_shape(the_plan, index)
-    np = sys.modules.get("numpy")
-    if xp is None and np is not None and isinstance(x, np.ndarray):
+    if xp is None:  # NumPy: x is an ndarray, so NumPy is loaded
         if not broadcast:
             return x if x.shape == aligned else x.reshape(aligned)
-        return np.broadcast_to(x.reshape(aligned), output_shape(the_plan))
-    if xp is None:
-        xp = namespace_of(x)
+        return _numpy().broadcast_to(x.reshape(aligned), output_shape(the_plan))
     if tuple(shape_of(x)) != aligned:
         x = xp.reshape(x, aligned)
     if not broadcast:
         return x
     return xp.broadcast_to(x, output_shape(the_plan))
+
+
+def _numpy() -> Any:
+    return sys.modules["numpy"]
 
 
 _ALIGNED: dict[tuple[int, int], tuple[Plan, tuple[int, ...]]] = {}

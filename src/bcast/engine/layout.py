@@ -105,7 +105,7 @@ def walk_axes(
 
     The arrays are ``out`` and one per operand (the operand itself or its tile); each axis
     is ``(length, [stride in bytes of each array])``, outermost first. Building the views
-    costs about 8 us each (``as_strided``); the compiled path reads this directly. Each
+    (``as_strided``) costs more than the compiled path needs: it reads this directly. Each
     tile made is appended to ``tiles``, as `make_tile` makes it again from arrays of the
     same layout.
 
@@ -160,8 +160,7 @@ def _folds(n2: int, n1: int) -> list[int]:
 def _folds_cached(n: int, limit: int) -> tuple[int, ...]:
     """Return the divisors of ``n`` in ``[2, limit]``, largest first (O(sqrt n), cached).
 
-    A scan of every candidate took 0.3 ms per call for ``(256,256,64) + (64,)``: a quarter
-    of the whole addition.
+    A scan of every candidate would cost a fair share of a cache-sized addition.
     """
     found: set[int] = set()
     for d in range(1, math.isqrt(n) + 1):

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from bcast.dim import Dim
-from bcast.modes import Mode
-from bcast.plans import Plan
-from bcast.shape import Shape
+from bcast.core.dim import Dim
+from bcast.core.modes import Mode
+from bcast.core.plans import Plan
+from bcast.core.shape import Shape
 
 __all__ = ["Lowering", "LoweredOperand", "apply_numpy", "broadcast_operands", "lower"]
 
@@ -103,7 +103,7 @@ def broadcast_operands(mode: Mode, count: int) -> tuple[int, ...]:
     Examples
     --------
     >>> import bcast
-    >>> from bcast.lowering import broadcast_operands
+    >>> from bcast.core.lowering import broadcast_operands
     >>> broadcast_operands(bcast.Mode.NUMPY, 3), broadcast_operands(bcast.Mode.PDPD, 2)
     ((0, 1, 2), (1,))
     """
@@ -149,7 +149,7 @@ def lower(plan: Plan, /) -> Lowering:
     A PDPD B with a trailing one that sticks out past A is squeezed, then unsqueezed:
 
     >>> import bcast
-    >>> from bcast.lowering import lower
+    >>> from bcast.core.lowering import lower
     >>> step = lower(bcast.plan("[2,3,4]", "[3,1,1]", mode="pdpd", axis=1)).operands[0]
     >>> step.squeeze_axes, step.unsqueeze_axes, step.aligned_shape, step.stretched_axes
     ((2,), (0,), (1, 3, 1), (0, 2))
@@ -213,7 +213,7 @@ def apply_numpy(lowered: LoweredOperand, x: Any, /) -> np.ndarray[Any, Any]:
     Examples
     --------
     >>> import bcast, numpy as np
-    >>> from bcast.lowering import apply_numpy, lower
+    >>> from bcast.core.lowering import apply_numpy, lower
     >>> step = lower(bcast.plan((2,), (2, 3), mode="explicit", axes_mapping=[0])).operands[0]
     >>> apply_numpy(step, np.array([1, 2]))
     array([[1, 1, 1],

@@ -11,9 +11,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Union, overload
 
-from bcast.dim import _SMALL as _SMALL_DIMS
-from bcast.dim import Dim, DimLike, as_dim
-from bcast.errors import BroadcastError, show_text
+from bcast.core.dim import SMALL_DIMS, Dim, DimLike, as_dim
+from bcast.core.errors import BroadcastError, show_text
 
 __all__ = ["Shape", "ShapeLike", "as_shape"]
 
@@ -72,8 +71,13 @@ class Shape:
         return _DYNAMIC
 
     @classmethod
-    def _of_dims(cls, dims: tuple[Dim, ...]) -> Shape:
-        """Build from already-normalised dims (no validation): the rules' fast path."""
+    def of_dims(cls, dims: tuple[Dim, ...]) -> Shape:
+        """Build from already-normalised dims, without validating them: the rules' fast path.
+
+        >>> import bcast
+        >>> str(bcast.Shape.of_dims((bcast.Dim(2), bcast.Dim.symbol("N"))))
+        '[2,N]'
+        """
         shape = object.__new__(cls)
         object.__setattr__(shape, "dims", dims)
         object.__setattr__(shape, "ranked", True)
@@ -104,7 +108,7 @@ class Shape:
         if any(p.strip() == "" for p in parts):
             raise BroadcastError(f"cannot parse shape {show_text(text)}: empty dimension")
         try:
-            return cls._of_dims(tuple(Dim.parse(p) for p in parts))
+            return cls.of_dims(tuple(Dim.parse(p) for p in parts))
         except BroadcastError as err:
             raise BroadcastError(f"cannot parse shape {show_text(text)}: {err.reason}") from None
 
@@ -162,7 +166,7 @@ class Shape:
     def __getitem__(self, index: int | slice) -> Dim | Shape:
         self._require_rank()
         if isinstance(index, slice):
-            return Shape._of_dims(self.dims[index])
+            return Shape.of_dims(self.dims[index])
         return self.dims[index]
 
     def _require_rank(self) -> None:
@@ -202,7 +206,7 @@ ShapeLike = Union[Shape, str, Sequence[DimLike]]
 _DYNAMIC = object.__new__(Shape)
 object.__setattr__(_DYNAMIC, "dims", ())
 object.__setattr__(_DYNAMIC, "ranked", False)
-_SCALAR = Shape._of_dims(())
+_SCALAR = Shape.of_dims(())
 
 
 def _element(value: object, index: int) -> Dim:
@@ -231,7 +235,7 @@ def _small_static(value: Sequence[object]) -> Shape | None:
 
     This is the hot path of cold `broadcast_shapes` calls; `type(d) is int` keeps bools out.
     """
-    small = _SMALL_DIMS
+    small = SMALL_DIMS
     for d in value:
         if type(d) is not int or not 0 <= d < len(small):
             return None
@@ -239,7 +243,7 @@ def _small_static(value: Sequence[object]) -> Shape | None:
     key = value if type(value) is tuple else tuple(value)
     shape = _INT_SHAPES.get(key)
     if shape is None:
-        shape = Shape._of_dims(tuple(small[d] for d in key))  # type: ignore[index]
+        shape = Shape.of_dims(tuple(small[d] for d in key))  # type: ignore[index]
         if len(_INT_SHAPES) >= _INT_SHAPES_SIZE:
             _INT_SHAPES.clear()  # O(1) amortised, like the rules' plan cache
         _INT_SHAPES[key] = shape

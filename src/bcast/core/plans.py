@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bcast.dim import Dim
-from bcast.errors import format_alignment
-from bcast.modes import Mode
-from bcast.shape import Shape
+from bcast.core.dim import Dim
+from bcast.core.modes import Mode
+from bcast.core.picture import format_alignment
+from bcast.core.shape import Shape
 
 __all__ = ["Plan"]
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
-from bcast.errors import show_bytes
+from bcast.core.errors import show_bytes
 
 __all__ = ["MemoryLimitError", "check", "get_memory_limit", "memory_limit", "set_memory_limit"]
 
@@ -118,7 +118,7 @@ def set_memory_limit(nbytes: int | None) -> None:
     >>> bcast.ops.add(np.ones((1000, 1)), np.ones(1000))
     Traceback (most recent call last):
     ...
-    bcast.ops._guard.MemoryLimitError: add: the result [1000,1000] float64 needs 8000000 bytes ...
+    bcast.ops.MemoryLimitError: add: the result [1000,1000] float64 needs 8000000 bytes ...
     >>> bcast.ops.set_memory_limit(None)
     """
     if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int)):

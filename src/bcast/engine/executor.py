@@ -1,34 +1,12 @@
 """The execution engine: the one place where operator kernels run.
 
-An operator hands over a `Plan`, a `Kernel` and its operands. The engine reshapes each
-operand to the plan's aligned shape (a view), checks the memory guard, allocates the result
-once (or validates ``out=``), and lets the kernel write into it, without temporaries of the
-output's size for the plain element-wise operators. Other array libraries (PyTorch, CuPy,
-JAX, ...) run the kernel's array-API form through their own namespace, on their own device:
-nothing is copied to the host.
-
-Large NumPy work goes through one path (`_compute`):
-
-1. `bcast._layout.arrange` re-views the output and the operands in the output's memory
-   order, merges axes, and tiles a small broadcast operand so that the innermost loop is long
-   and contiguous;
-2. `bcast._layout.blocks` cuts that into blocks (a few per thread for one-pass kernels,
-   cache-sized for kernels that pass over their output several times);
-3. `bcast._parallel.run_blocks` runs the kernel on the blocks on the engine's threads
-   (as many as cores are free; ``BCAST_NUM_THREADS`` or `settings` override).
-
-With numba installed (the ``fast`` extra), a kernel that names a compiled form
-(``Kernel.compiled``) runs instead as compiled row walkers over the same arrangement (with
-smaller tiles, `Settings.compiled_tile_bytes`), one per thread, which claim rows from a
-shared counter, with streaming stores where the output and operands exceed the cache
-(`bcast._compiled`); its results are NumPy's, bit for bit (float32 Pow: within one unit in
-the last place).
-
-Every kernel is element-wise, so blocks and threads never change a value: the result is the
-single-threaded one, bit for bit. Small work (below about a millisecond) runs as one kernel
-call in the caller's thread; the binary operators also have a fast path for tiny NumPy
-inputs (``bcast.ops._binary``) that is one dictionary lookup and one ufunc call, run
-through `quiet_run`.
+An operator hands over a `Plan`, a `Kernel`, its operands and their `Library`. The engine
+reshapes each operand to the plan's aligned shape (a view), checks the memory guard,
+allocates the result once (or validates ``out=``) and lets the kernel write into it. Large
+NumPy work is arranged (`bcast.engine.layout`), cut into blocks and run on threads
+(`bcast.engine.parallel`), or on compiled walkers (`bcast.engine.compiled`); other libraries
+run the kernel's array-API form on their own device; Dask runs per block
+(`bcast.engine.dask`). ``docs/architecture.md`` tells the whole path.
 """
 
 from __future__ import annotations
@@ -43,9 +21,14 @@ from typing import Any, Final
 
 import numpy as np
 
-from bcast import _compiled, _layout, _parallel
-from bcast.arrays import aligned_view, is_dask_namespace, output_shape, shape_of
-from bcast.plans import Plan
+from bcast.arrays.dtypes import ITEMSIZE, dtype_name
+from bcast.arrays.libraries import Library, shape_of
+from bcast.arrays.views import aligned_view, output_shape
+from bcast.core.plans import Plan
+from bcast.engine import compiled as _compiled
+from bcast.engine import guard
+from bcast.engine import layout as _layout
+from bcast.engine import parallel as _parallel
 
 __all__ = ["Kernel", "Settings", "execute", "get_settings", "settings"]
 
@@ -85,7 +68,7 @@ class Kernel:
     passes : int
         How many times ``numpy`` walks its output (more than one: cache-sized blocks).
     compiled : str or None
-        The operation of `bcast._compiled.OPERATIONS` that computes exactly what ``numpy``
+        The operation of `bcast.engine.compiled.OPERATIONS` that computes exactly what ``numpy``
         does, for large work when numba is installed; None: NumPy only.
     """
 
@@ -123,23 +106,21 @@ class Settings:
         output's).
     compiled_tile_bytes : int
         ``max_tile_bytes`` for the compiled path, whose rows need not be as long as NumPy's
-        inner loops: tiles that stay in the core's own cache are faster there (measured:
-        256 KiB took 7.3 ms where 4 MiB took 8.9 ms, on ``(32,1,128,128) + (1,64,1,128)``).
+        inner loops: tiles that stay in the core's own cache are faster there (the benchmark
+        ``add_midrank`` measures it).
     compiled_thread_work : int
         Work each thread of the compiled path must have (output elements times the kernel's
-        cost); less work takes fewer threads. Waking a sleeping core costs tens of
-        microseconds on a virtual machine, and the compiled kernels are fast: measured on
-        ``(n,256,64) + (64,)``, two threads lost to one up to 4 MiB of output (0.46 ms
-        against 0.42 ms) and won from 8 MiB (1.07 ms against 1.32 ms).
+        cost); less work takes fewer threads. Waking a sleeping core costs more than the
+        compiled kernels gain from it on small work (``benchmarks/bench_ops.py`` measures
+        where two threads start to win).
     compiled : bool
-        Run the kernels that have a compiled form (`bcast._compiled`) with it when numba is
+        Run the kernels that have a compiled form (`bcast.engine.compiled`) with it when numba is
         installed (``BCAST_COMPILED=0`` turns it off as well).
     stream_min_bytes : int or None
         Work whose output and operands together take at least this many bytes writes its
         output with streaming stores on the compiled path (the data cannot all stay in the
-        cache anyway); None: the size of the last-level cache. Measured on
-        ``(256,256,64) + (64,)`` (16 MiB out, 16 MiB in, 32 MiB cache): 1.16 ms streamed
-        against 1.50 ms; at half that size streaming lost (0.68 ms against 0.60 ms).
+        cache anyway); None: the size of the last-level cache (the benchmark ``add_cache``
+        measures the case at that size).
     """
 
     threads: int | None = None
@@ -250,7 +231,7 @@ def execute(
     *,
     dtype: Any,
     out: Any,
-    xp: Any,
+    lib: Library,
     slots: Sequence[int] | None = None,
 ) -> Any:
     """Run ``kernel`` on the operands as ``plan`` aligns them; return the result.
@@ -269,8 +250,8 @@ def execute(
         The result's dtype (a NumPy dtype, or a dtype of ``xp``).
     out : array or None
         Where to write the result; None allocates it.
-    xp : namespace or None
-        None for NumPy arrays, else the operands' array-API namespace.
+    lib : Library
+        The operands' library, as the operator's entry asked it (`bcast.arrays.library_of`).
     slots : sequence of int, optional
         The plan operand of each operand (default: the same index).
 
@@ -288,22 +269,19 @@ def execute(
     ValueError
         If ``out`` has the wrong shape or is read-only.
     """
-    if xp is not None and is_dask_namespace(xp):  # Dask hook: lazy, per block (bcast._dask)
-        from bcast import _dask
+    if lib.dask:  # lazy, per block (bcast.engine.dask, which imports Dask)
+        from bcast.engine import dask
 
-        return _dask.execute(op, plan, kernel, operands, dtype=dtype, out=out, slots=slots)
+        return dask.execute(op, plan, kernel, operands, dtype=dtype, out=out, slots=slots)
+    xp = lib.xp
     shape = output_shape(plan)
     indices = range(len(operands)) if slots is None else slots
-    if xp is None:
-        views = [
-            aligned_view(x, plan, k, broadcast=False)
-            for x, k in zip(operands, indices, strict=True)
-        ]
-        return _run_numpy(op, shape, kernel, views, np.dtype(dtype), out)
     views = [
         aligned_view(x, plan, k, broadcast=False, xp=xp)
         for x, k in zip(operands, indices, strict=True)
     ]
+    if xp is None:
+        return _run_numpy(op, shape, kernel, views, np.dtype(dtype), out)
     return _run_generic(op, shape, kernel, views, dtype, out, xp)
 
 
@@ -391,10 +369,10 @@ def _work_threads(work: float) -> int:
 def _run_compiled(
     kernel: Kernel, out: np.ndarray[Any, Any], views: list[Any], threads: int
 ) -> bool:
-    """Compute on the compiled path when it applies (see `bcast._compiled`); tell if it did.
+    """Compute on the compiled path when it applies (see `bcast.engine.compiled`); tell if it did.
 
     It takes the operands as they are (no ``prepare``: Where reads its condition as bool)
-    and walks them as `bcast._layout.walk_axes` arranges them.
+    and walks them as `bcast.engine.layout.walk_axes` arranges them.
     """
     name = kernel.compiled
     if name is None or not _settings.compiled or not _compiled.available():
@@ -430,9 +408,7 @@ _COPY: Final = Kernel(
 
 
 def _allocate(op: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
-    from bcast.ops import _guard  # at call time: bcast.ops imports this module
-
-    _guard.check(op, shape, dtype, dtype.itemsize)
+    guard.check(op, shape, dtype, dtype.itemsize)
     return np.empty(shape, dtype=dtype)
 
 
@@ -446,13 +422,10 @@ def _run_generic(
     xp: Any,
 ) -> Any:
     # Everything here stays in ``xp`` and on the operands' device (CuPy, torch CUDA): no
-    # np.asarray, no host copies. Dask never comes here (`execute` hands it to bcast._dask),
+    # np.asarray, no host copies. Dask never comes here (`execute` hands it to bcast.arrays.dask),
     # so the output shape is static and the memory guard always applies, JAX arrays (traced
     # under jit or not) included.
     from array_api_compat import array_namespace
-
-    from bcast.ops import _guard  # at call time: bcast.ops imports this module
-    from bcast.ops._dtypes import ITEMSIZE, dtype_name
 
     name = dtype_name(dtype, xp)
     if out is not None:
@@ -460,7 +433,7 @@ def _run_generic(
             raise TypeError(f"{op}: out must be an array of the operands' library")
         _check_out(op, shape_of(out), shape, dtype_name(out.dtype, xp), name)
     else:
-        _guard.check(op, shape, name, ITEMSIZE.get(name, 8))
+        guard.check(op, shape, name, ITEMSIZE.get(name, 8))
     result = kernel.generic(xp, *views)
     if result.dtype != dtype:
         result = xp.astype(result, dtype)  # a new array (the array API's default copy=True)

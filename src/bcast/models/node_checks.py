@@ -1,24 +1,23 @@
 """The checks of one broadcasting node, for `bcast.check` (one function per rule).
 
 Each check applies bcast's rules (`bcast.plan`) to the node's operands and records
-`bcast.check.Finding` objects: a definite failure (with the `BroadcastError`'s aligned
+`bcast.models.Finding` objects: a definite failure (with the `BroadcastError`'s aligned
 picture), the conditions under which symbols and intervals fail, unidirectional violations,
 oversized outputs and OpenVINO attribute pitfalls.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
 
-from bcast.check import Finding, Graph, Node, Rule, Severity
-from bcast.dim import Dim
-from bcast.errors import BroadcastError, format_alignment, show_bytes
-from bcast.modes import Mode
-from bcast.rules import plan
-from bcast.shape import Shape
+from bcast.core.conditions import conditions, is_open
+from bcast.core.errors import BroadcastError, show_bytes
+from bcast.core.modes import Mode
+from bcast.core.picture import format_alignment
+from bcast.core.planning import plan
+from bcast.core.shape import Shape
+from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 
 __all__ = ["check_node"]
 
@@ -68,8 +67,6 @@ class _Context:
 
 
 # -- one function per rule -----------------------------------------------------------------
-
-_ONE_WAY_TARGET: dict[Mode, int] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
 
 
 def check_node(
@@ -132,13 +129,13 @@ def _apply(
 ) -> Shape | None:
     """Run one rule on ``operands``; report a failure or the conditions of success.
 
-    ``roles`` renames the rule's ``A`` and ``B`` in its message (``X`` and ``slope`` for
-    PRelu), so that the reason speaks the operator's words.
+    ``roles`` names the operands in the rule's message (``X`` and ``slope`` for PRelu, not
+    the rule's ``A`` and ``B``), so that the reason speaks the operator's words.
     """
     names = [_label(name, i) for i, (name, _) in enumerate(operands)]
     shapes = [shape for _, shape in operands]
     try:
-        p = plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping)
+        p = plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping, labels=roles)
     except BroadcastError as err:
         if report:
             ctx.add(
@@ -147,15 +144,14 @@ def _apply(
                 operands,
                 mode,
                 err.axis,
-                context + (_renamed(err.reason, roles) if roles else err.reason),
+                context + err.reason,
                 _error_picture(err, names, shapes),
             )
         return None
     if not report:
         return p.output
     rank = p.output.rank
-    target = _ONE_WAY_TARGET.get(mode)
-    for out_axis, text in _conditions(p.shapes, p.alignment, rank, names, mode, target):
+    for out_axis, text in conditions(p, names):
         picture = format_alignment(
             p.shapes, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis
         )
@@ -171,25 +167,6 @@ def _apply(
     return p.output
 
 
-_ROLE: Final = re.compile(r"\[[^\]]*\]|\b[AB]\b")
-
-
-def _renamed(text: str, roles: tuple[str, str]) -> str:
-    """Replace the roles ``A`` and ``B`` by operator words, leaving shape text alone.
-
-    >>> _renamed("B [A,2] has rank 2, more than A [3]; B must broadcast to A", ("X", "slope"))
-    'slope [A,2] has rank 2, more than X [3]; slope must broadcast to X'
-    """
-
-    def swap(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if token.startswith("["):
-            return token
-        return roles[0] if token == "A" else roles[1]
-
-    return _ROLE.sub(swap, text)
-
-
 def _label(name: str, index: int) -> str:
     text = name or f"#{index}"
     return text if len(text) <= 24 else text[:11] + "…" + text[-12:]
@@ -202,112 +179,6 @@ def _error_picture(err: BroadcastError, names: Sequence[str], shapes: Sequence[S
         )
     width = max((len(n) for n in names), default=0)
     return [f"{n.ljust(width)}  {s}" for n, s in zip(names, shapes, strict=True)]
-
-
-# -- conditions on symbols and intervals ---------------------------------------------------
-
-
-def _is_open(dim: Dim) -> bool:
-    """``?``: no name, no bound. It constrains nothing, so it is never reported."""
-    return dim.name is None and dim.lo == 0 and dim.hi is None
-
-
-def _possible(dim: Dim, allowed: Iterable[int]) -> list[int]:
-    return sorted(v for v in set(allowed) if dim.contains(v))
-
-
-def _within(dim: Dim, allowed: set[int]) -> bool:
-    """Return True when every value of ``dim`` is in ``allowed`` (a small bounded interval)."""
-    if dim.name is not None or dim.hi is None or dim.hi - dim.lo > len(allowed):
-        return False
-    return all(v in allowed for v in range(dim.lo, dim.hi + 1))
-
-
-def _require(dim: Dim, allowed: set[int]) -> str:
-    values = _possible(dim, allowed)
-    if len(values) == 1:
-        return f"{dim} = {values[0]}"
-    return f"{dim} ∈ {{{', '.join(map(str, values))}}}"
-
-
-def _conditions(
-    shapes: Sequence[Shape],
-    alignment: Sequence[tuple[int | None, ...] | None],
-    rank: int | None,
-    names: Sequence[str],
-    mode: Mode,
-    target: int | None,
-) -> list[tuple[int, str]]:
-    """For each output axis that may fail, the condition under which it does not."""
-    if rank is None:
-        return []
-    columns: list[list[tuple[int, int, Dim]]] = [[] for _ in range(rank)]
-    for k, (shape, axes) in enumerate(zip(shapes, alignment, strict=True)):
-        if axes is None or shape.rank is None:
-            continue
-        for i, (dim, out_axis) in enumerate(zip(shape.dims, axes, strict=True)):
-            if out_axis is not None and out_axis < rank:
-                columns[out_axis].append((k, i, dim))
-    found = []
-    for out_axis, column in enumerate(columns):
-        if target is None:
-            parts = _two_way(column, names, exact=mode is Mode.NONE)
-        else:
-            parts = _one_way(column, names, target)
-        if parts:
-            found.append((out_axis, "fails unless " + " and ".join(parts)))
-    return found
-
-
-def _where(names: Sequence[str], k: int, i: int) -> str:
-    return f"axis {i} of {names[k]}"
-
-
-def _two_way(column: list[tuple[int, int, Dim]], names: Sequence[str], *, exact: bool) -> list[str]:
-    dims = [(k, i, d) for k, i, d in column if not _is_open(d)]
-    if not exact:
-        dims = [(k, i, d) for k, i, d in dims if not d.definitely_one()]
-    if len(dims) < 2:
-        return []
-    statics = sorted({d.lo for _, _, d in dims if d.is_static})
-    if len(statics) > 1:
-        return []  # the rule has already failed; nothing conditional about it
-    if statics:
-        allowed = {statics[0]} if exact else {1, statics[0]}
-        return [
-            f"{_require(d, allowed)} ({_where(names, k, i)})"
-            for k, i, d in dims
-            if not d.is_static and not _within(d, allowed)
-        ]
-    first = dims[0][2]
-    if all(first.definitely_equal(d) for _, _, d in dims[1:]):
-        return []
-    listed = ", ".join(dict.fromkeys(str(d) for _, _, d in dims))
-    return [f"{listed} are equal" + ("" if exact else " (or 1)")]
-
-
-def _one_way(column: list[tuple[int, int, Dim]], names: Sequence[str], target: int) -> list[str]:
-    into = [(k, i, d) for k, i, d in column if k == target]
-    if not into:
-        return []
-    _, ti, a = into[0]
-    parts = []
-    for k, i, b in column:
-        if k == target or b.definitely_one() or a.definitely_equal(b):
-            continue
-        if _is_open(a) or _is_open(b):
-            continue
-        if b.is_static:
-            if a.is_static or _within(a, {b.lo}):
-                continue
-            parts.append(f"{a} = {b.lo} ({_where(names, target, ti)})")
-        elif a.is_static:
-            if _within(b, {1, a.lo}):
-                continue
-            parts.append(f"{_require(b, {1, a.lo})} ({_where(names, k, i)})")
-        else:
-            parts.append(f"{b} is 1 or equals {a} ({_where(names, k, i)})")
-    return parts
 
 
 # -- the rules, node by node ---------------------------------------------------------------
@@ -459,7 +330,7 @@ def _check_expand(ctx: _Context) -> Shape | None:
     target = _constant_target(ctx, 1)
     if target is None:
         target = ctx.targets.get(name)  # computed in the graph: Shape -> Concat -> ...
-    if target is None or target.rank is None or all(_is_open(d) for d in target.dims):
+    if target is None or target.rank is None or all(is_open(d) for d in target.dims):
         peer = ctx.node.output_shapes[0] if ctx.node.output_shapes else Shape.dynamic()
         return _apply(ctx, [data, ("shape", peer)], Mode.BIDIRECTIONAL, report=False)
     operands = [data, (name, target)]

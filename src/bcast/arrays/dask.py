@@ -1,42 +1,10 @@
-"""Dask arrays: the same Plans and kernels, applied lazily, block by block.
+"""Dask arrays: lazy, chunk-aware views of a Plan, and the block layout operators share.
 
-`bcast.arrays` and `bcast.engine` hand Dask operands (alone or mixed with NumPy arrays) to
-this module, which is imported only then: ``import bcast`` never imports Dask. Nothing here
-decides broadcasting. The Plan comes from `bcast.rules` as for every other backend, with a
-Dask dim of unknown size (a NaN chunk) planned as bcast's ``?``; the per-block computation is
-the operator's own NumPy kernel (`bcast.engine.Kernel.numpy`), so integer Div truncation,
-Pow's dtypes and the other value rules hold on Dask exactly as on NumPy.
-
-Chunking
---------
-Every operand enters one ``blockwise`` layer at its *aligned* shape (the plan's reshape, which
-only inserts or removes axes of length 1). Along a stretched axis it has a single chunk of
-length 1, which ``blockwise`` hands to every output block: the small operand's block is
-reused by reference, never tiled, rechunked to the target or materialised per chunk. NumPy
-broadcasting inside each block then applies the plan (on aligned shapes it is exactly the
-plan's broadcast).
-
-- The output's chunks follow the largest operand (most elements): on each axis, the chunks
-  of the largest operand that spans that axis. Other operands spanning the axis are
-  rechunked to match along it (the rechunk Dask's ``unify_chunks`` would do anyway).
-- An axis no operand spans (a dimension only the target shape has, as in Expand or
-  ``broadcast_to``) gets chunks of Dask's ``array.chunk-size``, carried by ``da.ones``,
-  whose blocks are zero-copy views of one element: no operand is broadcast to the target.
-- A NumPy operand becomes one Dask chunk (``da.from_array``) when it is at most
-  ``array.chunk-size``, else Dask's automatic chunks.
-
-Unknown dims
-------------
-A dim with NaN chunks is ``?`` in the Shape given to the rules, so every check that can be
-decided on the known dims raises at once (a rank error, a mismatch of known dims, PDPD's
-axis). What only the data can decide is checked in the blocks, at compute time:
-
-- where the plan proves an unknown dim is ``n`` (``?`` against ``5``), the operand must have
-  one chunk along that axis; each block is checked to be 1 or ``n`` long there (``n`` for
-  mode ``none``) and broadcast to ``n``;
-- where the result is unknown too, it keeps the operands' NaN chunks, and for the
-  one-directional modes (``none``; A of ``unidirectional`` and ``pdpd``) each block checks
-  that broadcasting did not grow the operand that fixes the result's shape.
+Imported only when a Dask array arrives (``import bcast`` never imports Dask). Nothing here
+decides broadcasting: the Plan comes from the rules, with a Dask dim of unknown size (NaN
+chunks) planned as ``?``. `Layout` puts every operand at its aligned shape into one
+``blockwise`` layer; `bcast.engine.dask` runs the operators' kernels on it. How chunks are
+chosen and what is checked at compute time is in ``docs/dask.md``.
 """
 
 from __future__ import annotations
@@ -51,14 +19,22 @@ import dask.array
 import numpy as np
 from dask.utils import parse_bytes
 
-from bcast.arrays import plan_to_target, static_shape
-from bcast.errors import BroadcastError
-from bcast.modes import Mode
-from bcast.plans import Plan
-from bcast.rules import plan as make_plan
-from bcast.shape import ShapeLike
+from bcast.arrays.targets import plan_to_target, static_shape
+from bcast.core.errors import BroadcastError
+from bcast.core.modes import Mode
+from bcast.core.planning import plan as make_plan
+from bcast.core.plans import Plan
+from bcast.core.shape import ShapeLike
 
-__all__ = ["broadcast_arrays", "broadcast_to", "dims_of", "execute"]
+__all__ = [
+    "Layout",
+    "aligned_operand",
+    "as_dask",
+    "broadcast_arrays",
+    "broadcast_to",
+    "dims_of",
+    "known",
+]
 
 Chunks = tuple[tuple[float, ...], ...]
 
@@ -69,7 +45,7 @@ da: Any = dask.array
 _EXACT_A: Final = (Mode.UNIDIRECTIONAL, Mode.PDPD)
 
 
-# -- public entry points (called by the hooks in bcast.arrays and bcast.engine) -------------
+# -- views ----------------------------------------------------------------------------------
 
 
 def dims_of(x: Any) -> tuple[int | None, ...]:
@@ -132,59 +108,6 @@ def broadcast_arrays(*arrays: Any, mode: str | Mode, axis: int) -> tuple[Any, ..
     return _views(the_plan, list(arrays), list(range(len(arrays))))
 
 
-def execute(
-    op: str,
-    the_plan: Plan,
-    kernel: Any,
-    operands: Sequence[Any],
-    *,
-    dtype: Any,
-    out: Any,
-    slots: Sequence[int] | None,
-) -> Any:
-    """Build the lazy result of an operator (the Dask branch of `bcast.engine.execute`).
-
-    Parameters
-    ----------
-    op : str
-        The operator's name, for messages and the graph's layer name.
-    the_plan : Plan
-        The operator's plan (its output may have ``?`` dims).
-    kernel : Kernel
-        The operator's kernel; its NumPy form runs on each output block.
-    operands : sequence of array
-        Dask or NumPy arrays, in the kernel's order.
-    dtype : dtype
-        The result's dtype (a NumPy dtype: Dask's dtypes are NumPy's).
-    out : Dask array or None
-        Where to write the result (lazily, with ``out[...] = result``).
-    slots : sequence of int or None
-        The plan operand of each operand (default: the same index).
-
-    Returns
-    -------
-    dask.array.Array
-        The lazy result, with the plan's output shape (NaN where it is unknown).
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``out`` is not a Dask array of the result's shape and dtype.
-    """
-    dtype = np.dtype(dtype)
-    indices = list(range(len(operands))) if slots is None else list(slots)
-    if op == "gemm" or not getattr(kernel, "blockwise", True):
-        # Gemm's kernel is not element-wise (it closes over A and B): its array-API form
-        # runs on Dask (da.matmul), with C aligned by the plan.
-        result = _gemm(the_plan, kernel, operands, indices, dtype)
-    else:
-        layout = _Layout(the_plan, list(operands), indices, dtype)
-        exact = layout.exact_positions(indices)
-        compute = _Kernel(kernel.numpy, getattr(kernel, "precheck", None), dtype, len(operands))
-        result = layout.blockwise(op, compute, layout.arrays, exact, dtype)
-    return _write_out(op, result, out, dtype)
-
-
 # -- layout: aligned operands, output chunks -----------------------------------------------
 
 
@@ -193,7 +116,7 @@ def _chunk_limit() -> int:
     return int(parse_bytes(dask.config.get("array.chunk-size")))
 
 
-def _as_dask(x: Any) -> Any:
+def as_dask(x: Any) -> Any:
     """Return ``x`` as a Dask array: one chunk for a NumPy array of at most a chunk's size."""
     if isinstance(x, da.Array):
         return x
@@ -204,7 +127,7 @@ def _as_dask(x: Any) -> Any:
     return da.from_array(x, chunks="auto", name=False)
 
 
-def _aligned(x: Any, the_plan: Plan, index: int) -> Any:
+def aligned_operand(x: Any, the_plan: Plan, index: int) -> Any:
     """Reshape ``x`` to the plan's aligned shape of operand ``index``, lazily.
 
     Indexing (``None`` inserts an axis, ``0`` drops one) rather than ``reshape``, so that
@@ -258,16 +181,17 @@ def _fit_block(block: Any, axis: int, size: int, exact: bool) -> Any:
     return np.broadcast_to(block, tuple(shape))
 
 
-def _known(d: float) -> bool:
+def known(d: float) -> bool:
+    """Tell whether a Dask dim (a float: NaN when unknown) is known."""
     return not math.isnan(d)
 
 
 def _elements(x: Any) -> int:
     """Known elements of an array (unknown dims count as 1): what "largest" compares."""
-    return math.prod(int(d) for d in x.shape if _known(d))
+    return math.prod(int(d) for d in x.shape if known(d))
 
 
-class _Layout:
+class Layout:
     """The operands at their aligned shapes and the chunks of the output.
 
     Attributes
@@ -293,7 +217,7 @@ class _Layout:
         exact = the_plan.mode is Mode.NONE
         arrays = []
         for x, k in zip(operands, indices, strict=True):
-            aligned = _aligned(_as_dask(x), the_plan, k)
+            aligned = aligned_operand(as_dask(x), the_plan, k)
             arrays.append(self._resolve(aligned, exact=exact))
         self.spans = [self._spanned(a) for a in arrays]
         order = sorted(range(len(arrays)), key=lambda k: -_elements(arrays[k]))
@@ -313,7 +237,7 @@ class _Layout:
     def _resolve(self, x: Any, *, exact: bool) -> Any:
         """Give the plan's known length to the operand's unknown dims (checked per block)."""
         for axis, (have, want) in enumerate(zip(x.shape, self.shape, strict=True)):
-            if _known(have) or not _known(want):
+            if known(have) or not known(want):
                 continue
             if x.numblocks[axis] != 1:
                 raise ValueError(
@@ -345,13 +269,13 @@ class _Layout:
         wanted = {
             axis: self.chunks[axis]
             for axis in span
-            if _known(self.shape[axis]) and tuple(x.chunks[axis]) != self.chunks[axis]
+            if known(self.shape[axis]) and tuple(x.chunks[axis]) != self.chunks[axis]
         }
         return x.rechunk(wanted) if wanted else x
 
     def exact_positions(self, indices: Sequence[int]) -> tuple[int, ...]:
         """Operands whose block must have the output block's shape (unknown dims only)."""
-        if all(_known(d) for d in self.shape):
+        if all(known(d) for d in self.shape):
             return ()
         if self.plan.mode is Mode.NONE:
             return tuple(range(len(indices)))
@@ -410,7 +334,7 @@ def _fill_auto(
     auto = [axis for axis, c in enumerate(chunks) if c is None]
     if not auto:
         return tuple(c for c in chunks if c is not None)
-    fixed = math.prod(max((x for x in c if _known(x)), default=1) for c in chunks if c is not None)
+    fixed = math.prod(max((x for x in c if known(x)), default=1) for c in chunks if c is not None)
     itemsize = max(np.dtype(dtype).itemsize, 1)
     limit = max(_chunk_limit() // max(int(fixed), 1), itemsize)
     picked = da.core.normalize_chunks(
@@ -449,36 +373,6 @@ class _Block:
         return self.compute(shape, blocks)
 
 
-class _Kernel:
-    """Allocate an output block and let the operator's NumPy kernel write into it.
-
-    The kernel's ``precheck`` (integer division by zero, ...) runs on each block first, so a
-    block raises the error the NumPy engine raises for the whole array.
-    """
-
-    def __init__(
-        self,
-        numpy_kernel: Callable[..., None],
-        precheck: Callable[..., None] | None,
-        dtype: Any,
-        count: int,
-    ) -> None:
-        self.numpy_kernel = numpy_kernel
-        self.precheck = precheck
-        self.dtype = dtype
-        self.count = count
-
-    def __call__(self, shape: tuple[int, ...], blocks: Sequence[Any]) -> Any:
-        out = np.empty(shape, dtype=self.dtype)
-        operands = blocks[: self.count]
-        if self.precheck is not None:
-            self.precheck(out, *operands)
-        # ONNX arithmetic is IEEE / C arithmetic (as in bcast.engine): no warnings.
-        with np.errstate(all="ignore"):
-            self.numpy_kernel(out, *operands)
-        return out
-
-
 class _View:
     """Broadcast one block to the output block's shape: a read-only, zero-copy view."""
 
@@ -489,7 +383,7 @@ class _View:
         return np.broadcast_to(blocks[self.position], shape)
 
 
-# -- views, Gemm, out= ---------------------------------------------------------------------
+# -- views ---------------------------------------------------------------------------------
 
 
 def _views(the_plan: Plan, arrays: list[Any], indices: list[int]) -> tuple[Any, ...]:
@@ -501,9 +395,9 @@ def _views(the_plan: Plan, arrays: list[Any], indices: list[int]) -> tuple[Any, 
     """
     if not arrays:
         return ()
-    layout = _Layout(the_plan, arrays, indices, np.dtype(arrays[0].dtype))
+    layout = Layout(the_plan, arrays, indices, np.dtype(arrays[0].dtype))
     exact = layout.exact_positions(indices)
-    with_others = bool(exact) or any(not _known(d) for d in layout.shape)
+    with_others = bool(exact) or any(not known(d) for d in layout.shape)
     views = []
     for k, x in enumerate(layout.arrays):
         if with_others:
@@ -516,33 +410,3 @@ def _views(the_plan: Plan, arrays: list[Any], indices: list[int]) -> tuple[Any, 
             carried = [axis for axis in range(len(layout.shape)) if axis not in layout.spans[k]]
         views.append(layout.blockwise("broadcast_to", _View(0), args, moved, x.dtype, carried))
     return tuple(views)
-
-
-def _gemm(
-    the_plan: Plan, kernel: Any, operands: Sequence[Any], indices: list[int], dtype: Any
-) -> Any:
-    from array_api_compat import array_namespace
-
-    xp = array_namespace(da.ones(1))
-    views = [_aligned(_as_dask(x), the_plan, k) for x, k in zip(operands, indices, strict=True)]
-    result = da.asarray(kernel.generic(xp, *views))
-    shape = the_plan.output.to_tuple()
-    if tuple(result.shape) != shape:
-        result = da.broadcast_to(result, shape)
-    return result if result.dtype == dtype else result.astype(dtype)
-
-
-def _write_out(op: str, result: Any, out: Any, dtype: Any) -> Any:
-    """Return ``result``, or write it into the Dask array ``out`` (lazily) and return ``out``."""
-    if out is None:
-        return result
-    if not isinstance(out, da.Array):
-        raise TypeError(f"{op}: out must be a Dask array like the operands; got {type(out)}")
-    if tuple(out.shape) != tuple(result.shape):
-        raise ValueError(
-            f"{op}: out has shape {list(out.shape)}; the result's is {list(result.shape)}"
-        )
-    if np.dtype(out.dtype) != dtype:
-        raise TypeError(f"{op}: out has dtype {out.dtype}; the result's is {dtype}")
-    out[...] = result
-    return out

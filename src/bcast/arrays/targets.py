@@ -1,0 +1,65 @@
+"""A broadcast of one array onto a target shape, planned: the target normalised, roles set.
+
+`bcast.broadcast_to`, the materialising operators (Expand, Broadcast) and the Dask views
+all plan "this array onto that shape" the same way, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from bcast.core.errors import BroadcastError
+from bcast.core.modes import Mode
+from bcast.core.planning import plan
+from bcast.core.plans import Plan
+from bcast.core.shape import ShapeLike, as_shape
+
+__all__ = ["plan_to_target", "static_shape"]
+
+# x plays B / data, the target shape plays A / target: the order `plan` takes them in, and
+# the index of x among them.
+_TARGET_FIRST: Final = (Mode.NUMPY, Mode.UNIDIRECTIONAL, Mode.PDPD, Mode.NONE)
+
+
+def static_shape(shape: ShapeLike, what: str) -> tuple[int, ...]:
+    """Normalise a target shape to a tuple of ints (the form `plan` caches).
+
+    >>> static_shape([2, 3], "shape"), static_shape("[4]", "shape")
+    ((2, 3), (4,))
+    """
+    if isinstance(shape, (tuple, list)) and all(type(d) is int for d in shape):
+        if any(d < 0 for d in shape):
+            as_shape(tuple(shape))  # raises the shape layer's error for negative dims
+        return tuple(shape)
+    normal = as_shape(shape)
+    if not normal.is_static:
+        raise BroadcastError(f"{what} must be static to broadcast an array; got {normal}")
+    return normal.to_tuple()
+
+
+def plan_to_target(
+    x_shape: tuple[int | None, ...],
+    target: tuple[int, ...],
+    *,
+    mode: str | Mode,
+    axis: int = -1,
+    axes_mapping: Sequence[int] | None = None,
+) -> tuple[Plan, int]:
+    """Plan a broadcast of an array of shape ``x_shape`` onto ``target``.
+
+    Returns the plan and the index of the array among its operands: modes with roles
+    ``A, B`` take the target first, ``data, target`` modes take the array first. Mode
+    ``numpy`` is NumPy's one-directional ``broadcast_to``, i.e. the unidirectional rule.
+
+    >>> p, k = plan_to_target((3,), (2, 3), mode="numpy")
+    >>> str(p.mode), k, p.aligned_shape(k)
+    ('unidirectional', 1, (1, 3))
+    """
+    parsed = Mode.parse(mode)
+    if isinstance(axes_mapping, list):
+        axes_mapping = tuple(axes_mapping)  # hashable: the plan cache can hold it
+    if parsed in _TARGET_FIRST:
+        rule = Mode.UNIDIRECTIONAL if parsed is Mode.NUMPY else parsed
+        return plan(target, x_shape, mode=rule, axis=axis, axes_mapping=axes_mapping), 1
+    return plan(x_shape, target, mode=parsed, axis=axis, axes_mapping=axes_mapping), 0

@@ -1,0 +1,268 @@
+"""The ``bcast check`` command: models in, findings out.
+
+It reads each model with the reader its file type needs (`bcast.loading.load_graph`), runs
+`bcast.models.check_graph` and renders the findings. It contains no rule.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import click
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+from rich.text import Text
+
+from bcast.loading import load_graph
+from bcast.models import (
+    DEFAULT_MAX_ELEMENTS,
+    Finding,
+    Graph,
+    ModelError,
+    Report,
+    Severity,
+    check_graph,
+)
+from bcast.models.verification import unused_dims
+
+from ._model_options import dim_option, dims_of_bindings, one_line, plural, warn_unused
+from ._output import ExitCode, emit_json, exit_with, stderr_console, stdout_console
+
+__all__ = ["check"]
+
+PROGRESS_NODES = 200
+"""Models with more nodes than this get a progress bar on stderr (a terminal, no --json)."""
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def _safe_load(path: str) -> Graph | str:
+    """Return the graph, or the one-line reason it cannot be read (never a traceback)."""
+    try:
+        return load_graph(path)
+    except ModelError as err:
+        return one_line(str(err))
+    except Exception as err:  # a reader library failing on hostile input: still one line
+        return one_line(f"{path}: cannot read the model ({type(err).__name__}: {err})")
+
+
+def _ticks(progress: Progress, task: Any) -> Iterator[None]:
+    while True:
+        progress.advance(task)
+        yield None
+
+
+def _run_check(
+    graph: Graph, dims: dict[str, int], max_elements: int, show_progress: bool
+) -> Report:
+    if not show_progress or len(graph.nodes) <= PROGRESS_NODES:
+        return check_graph(graph, dims=dims, max_elements=max_elements)
+    columns = (
+        TextColumn("checking {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+    )
+    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+        task = progress.add_task(os.path.basename(graph.path), total=len(graph.nodes))
+        return check_graph(
+            graph, dims=dims, max_elements=max_elements, progress=_ticks(progress, task)
+        )
+
+
+# -- bcast check ---------------------------------------------------------------------------
+
+
+@click.command(
+    "check",
+    epilog="""\b
+Examples:
+  bcast check model.onnx
+  bcast check model.onnx --dim batch=4 --dim seq=128
+  bcast check model.xml --json""",
+)
+@click.argument("models", nargs=-1, required=True, metavar="MODEL...")
+@dim_option
+@click.option(
+    "--max-elements",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_ELEMENTS,
+    show_default=True,
+    help="Report broadcast outputs with more elements than this.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def check(
+    models: tuple[str, ...],
+    bindings: tuple[tuple[str, int], ...],
+    max_elements: int,
+    as_json: bool,
+) -> None:
+    """Check the broadcasting nodes of ONNX models and OpenVINO IR (.xml) files.
+
+    Shapes are propagated through the whole graph: bcast's rules for every broadcasting
+    node, the model's own shape inference for the rest. Findings are definite errors,
+    conditions under which a node fails (symbols, intervals), unidirectional violations
+    that ONNX shape inference does not check (PRelu slope, Gemm C), oversized Expand and
+    Broadcast outputs, and OpenVINO attribute pitfalls (a pdpd node without an axis).
+
+    A --dim whose name no dim of any model has is reported with a warning (and under
+    "unused_dims" in the JSON).
+
+    Exit status: 0 clean (info notes only), 1 findings, 2 unreadable input.
+    """
+    dims = dims_of_bindings(bindings)
+    console = stdout_console()
+    show_progress = not as_json and sys.stderr.isatty()
+    results: list[tuple[str, Report | str]] = []
+    graphs: list[Graph] = []
+    for path in _without_weights(models):
+        loaded = _safe_load(path)
+        if isinstance(loaded, str):
+            results.append((path, loaded))
+            click.echo(f"bcast: {loaded}", err=True)
+            continue
+        graphs.append(loaded)
+        try:
+            report = _run_check(loaded, dims, max_elements, show_progress)
+        except ModelError as err:
+            results.append((path, one_line(str(err))))
+            click.echo(f"bcast: {one_line(str(err))}", err=True)
+            continue
+        results.append((path, report))
+        if not as_json:
+            _render_report(console, loaded, report)
+    unused = unused_dims(graphs, dims) if graphs else []
+    warn_unused(unused, dims)
+    summary = _summary(results)
+    if as_json:
+        emit_json(
+            {
+                "models": [_model_json(p, r) for p, r in results],
+                "unused_dims": unused,
+                "summary": summary,
+            }
+        )
+    elif len(results) > 1 or any(isinstance(r, Report) for _, r in results):
+        _render_summary(console, summary)
+    if summary["unreadable"]:
+        exit_with(ExitCode.USAGE)
+    if any(isinstance(r, Report) and r.failed for _, r in results):
+        exit_with(ExitCode.FINDINGS)
+    exit_with(ExitCode.OK)
+
+
+def _without_weights(paths: Sequence[str]) -> list[str]:
+    """Drop the ``.bin`` of an IR whose ``.xml`` is also named (``bcast check models/*``)."""
+    named = {os.path.normcase(os.path.abspath(p)) for p in paths}
+    kept = []
+    for path in paths:
+        stem, ext = os.path.splitext(path)
+        xml = os.path.normcase(os.path.abspath(stem + ".xml"))
+        if ext.lower() == ".bin" and xml in named:
+            continue
+        kept.append(path)
+    return kept
+
+
+def _counts(findings: Sequence[Finding]) -> dict[str, int]:
+    return {s.value: sum(1 for f in findings if f.severity is s) for s in Severity}
+
+
+def _summary(results: Sequence[tuple[str, Report | str]]) -> dict[str, int]:
+    reports = [r for _, r in results if isinstance(r, Report)]
+    findings = [f for r in reports for f in r.findings]
+    counts = _counts(findings)
+    return {
+        "models": len(results),
+        "nodes": sum(r.nodes for r in reports),
+        "errors": counts["error"],
+        "warnings": counts["warning"],
+        "info": counts["info"],
+        "unreadable": len(results) - len(reports),
+    }
+
+
+def _model_json(path: str, result: Report | str) -> dict[str, Any]:
+    if isinstance(result, str):
+        return {"path": path, "nodes": 0, "findings": [], "error": result}
+    return {
+        "path": path,
+        "nodes": result.nodes,
+        "findings": [f.to_json() for f in result.findings],
+        "error": None,
+    }
+
+
+def _render_report(console: Console, graph: Graph, report: Report) -> None:
+    counts = _counts(report.findings)
+    status = Text(f"({graph.format}, {plural(report.nodes, 'node')})  ")
+    if not report.findings:
+        status.append("no findings", style="green")
+    parts = [
+        (text, style)
+        for count, text, style in (
+            (counts["error"], plural(counts["error"], "error"), _STYLE[Severity.ERROR]),
+            (counts["warning"], plural(counts["warning"], "warning"), _STYLE[Severity.WARNING]),
+            (counts["info"], f"{counts['info']} info", _STYLE[Severity.INFO]),
+        )
+        if count
+    ]
+    for i, (text, style) in enumerate(parts):
+        status.append(("" if i == 0 else ", ") + text, style=style)
+    path = Text(graph.path, style="bold")
+    if len(graph.path) + 2 + len(status) <= console.width:
+        console.print(Text.assemble(path, "  ", status))
+    else:  # a long path: the status goes on its own line rather than wrapping mid-phrase
+        console.print(path, overflow="fold")
+        console.print(Text.assemble("  ", status))
+    if not report.findings:
+        return
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("node", overflow="fold")
+    table.add_column("op", no_wrap=True)
+    table.add_column("inputs", overflow="fold")
+    table.add_column("reason", ratio=1, overflow="fold")
+    for index, finding in enumerate(report.findings, 1):
+        inputs = "\n".join(f"{n or '-'} {s}" for n, s in finding.inputs)
+        table.add_row(
+            str(index),
+            Text(finding.severity.value, style=_STYLE[finding.severity]),
+            finding.node or "-",
+            finding.op or "-",
+            inputs or "-",
+            finding.reason,
+        )
+    console.print(table)
+    for index, finding in enumerate(report.findings, 1):
+        if not finding.picture:
+            continue
+        title = Text(f"  #{index} ", style="bold")
+        title.append(f"{finding.node} ({finding.op})")
+        if finding.mode:
+            title.append(f", {finding.mode}")
+        if finding.axis is not None:
+            title.append(f", axis {finding.axis}")
+        console.print(title)
+        for row in finding.picture:
+            console.print(Text("      " + row), soft_wrap=True)
+    console.print()
+
+
+def _render_summary(console: Console, summary: dict[str, int]) -> None:
+    line = Text(
+        f"{plural(summary['models'], 'model')}, {plural(summary['nodes'], 'node')}: ",
+        style="bold",
+    )
+    line.append(plural(summary["errors"], "error"), style=_STYLE[Severity.ERROR])
+    line.append(", ")
+    line.append(plural(summary["warnings"], "warning"), style=_STYLE[Severity.WARNING])
+    line.append(f", {summary['info']} info", style=_STYLE[Severity.INFO])
+    if summary["unreadable"]:
+        line.append(f", {summary['unreadable']} unreadable", style="bold red")
+    console.print(line)

@@ -1,0 +1,169 @@
+"""The ``bcast verify`` command: run each broadcasting node in the runtimes and in bcast.
+
+The verifier for the file type (`bcast.loading.verifier_for`: `bcast.onnx.verify` or
+`bcast.openvino.verify`) runs the nodes; this module renders where they disagree. It
+contains no rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from bcast.loading import verifier_for
+from bcast.models import ModelError
+
+from ._model_options import dim_option, dims_of_bindings, one_line, plural, warn_unused
+from ._output import ExitCode, emit_json, exit_with, fail_usage, stdout_console
+
+if TYPE_CHECKING:
+    from bcast.models.verification import Verification
+
+__all__ = ["RUNTIMES", "verify"]
+
+
+RUNTIMES = ("onnxruntime", "openvino")
+
+
+@click.command(
+    "verify",
+    epilog="""\b
+Examples:
+  bcast verify model.onnx
+  bcast verify model.onnx --runtime onnxruntime --dim batch=3 --seed 7 --json
+  bcast verify model.xml""",
+)
+@click.argument("model", metavar="MODEL")
+@click.option(
+    "--runtime",
+    "runtimes",
+    default=",".join(RUNTIMES),
+    show_default=True,
+    help="Comma-separated runtimes to compare with bcast (those installed are used).",
+)
+@dim_option
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def verify(
+    model: str,
+    runtimes: str,
+    bindings: tuple[tuple[str, int], ...],
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Run each broadcasting node of a model in the runtimes and in bcast; compare.
+
+    Every broadcasting node (ONNX: Add ... Where, Gemm, PRelu, Expand; OpenVINO IR (.xml):
+    the element-wise ops with auto_broadcast, Select, Broadcast) is run on its own, on
+    random inputs of concrete shapes: symbols take their --dim value, or the value that
+    makes the node valid (2 when nothing decides). Results are compared with bcast.ops;
+    every disagreement is reported with the node, the shapes and the largest absolute
+    difference, or which side raised an error. An IR runs in openvino only, with its
+    attributes as written (a pdpd node without an axis: OpenVINO reads 0, bcast -1).
+
+    A broadcasting node that cannot be run is skipped with a note: an operator bcast does
+    not implement (ONNX Mod, BitShift, the Bitwise ops, GreaterOrEqual, LessOrEqual,
+    LayerNormalization, RMSNormalization), the legacy `broadcast` attribute of opset 6, no
+    concrete shapes, or inputs and outputs larger than the memory limit (the available
+    memory; checked before any input is drawn). ONNX external data is read only from
+    files inside the model's folder. A --dim whose name no dim of the model has is
+    reported with a warning.
+
+    Exit status: 0 every runtime agrees with bcast on the nodes run (or the model has no
+    broadcasting node), 1 disagreements found, 2 unusable input: unreadable, or
+    broadcasting nodes of which none could be run and compared (nothing verified; the
+    report still says why for each node).
+    """
+    wanted = [r.strip() for r in runtimes.split(",") if r.strip()]
+    unknown = [r for r in wanted if r not in RUNTIMES]
+    if unknown or not wanted:
+        fail_usage(
+            f"--runtime takes {', '.join(RUNTIMES)}; got {runtimes!r}",
+            command_path="bcast verify",
+            as_json=as_json,
+        )
+    verifier: Callable[..., Verification]
+    try:
+        verifier = verifier_for(model)
+    except ModelError as err:
+        _unusable(model, one_line(str(err)), as_json)
+    dims = dims_of_bindings(bindings)
+    try:
+        outcome = verifier(model, runtimes=wanted, dims=dims, seed=seed)
+    except ModelError as err:
+        _unusable(model, one_line(str(err)), as_json)
+    except Exception as err:  # a peer library failing on hostile input: still one line
+        message = f"{model}: cannot use the model ({type(err).__name__}: {err})"
+        _unusable(model, one_line(message), as_json)
+    warn_unused(outcome.unused_dims, dims)
+    if as_json:
+        emit_json(outcome.to_json())
+    else:
+        _render_verify(stdout_console(), outcome)
+    if outcome.disagreements:
+        exit_with(ExitCode.FINDINGS)
+    if outcome.nothing_verified:
+        reason = "no broadcasting node could be run and compared with a runtime"
+        click.echo(f"bcast: {model}: nothing verified: {reason}", err=True)
+        exit_with(ExitCode.USAGE)
+    exit_with(ExitCode.OK)
+
+
+def _unusable(model: str, message: str, as_json: bool) -> NoReturn:
+    click.echo(f"bcast: {message}", err=True)
+    if as_json:
+        emit_json({"model": model, "error": message})
+    exit_with(ExitCode.USAGE)
+
+
+def _render_verify(console: Console, outcome: Verification) -> None:
+    head = Text()
+    head.append(outcome.path, style="bold")
+    head.append(
+        f"  ({plural(len(outcome.nodes), 'broadcasting node')} run in "
+        f"{', '.join(outcome.runtimes) or 'no runtime'}; seed {outcome.seed})"
+    )
+    console.print(head)
+    for note in outcome.notes:
+        console.print(Text(f"  note: {note}", style="cyan"))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("node", overflow="fold")
+    table.add_column("op", no_wrap=True)
+    table.add_column("inputs", overflow="fold")
+    table.add_column("bcast", overflow="fold")
+    for name in outcome.runtimes:
+        table.add_column(name, overflow="fold")
+    for node in outcome.nodes:
+        inputs = "\n".join(f"{n} {s}" for n, s in node.inputs)
+        op = f"{node.op}\n{node.attributes()}" if node.mode else node.op
+        cells: list[str | Text] = [node.node, op, inputs, node.results["bcast"].text()]
+        for name in outcome.runtimes:
+            result = node.results.get(name)
+            comparison = node.comparisons.get(name)
+            text = Text(result.text() if result else "-")
+            if comparison is not None and not comparison.agree:
+                text = Text(f"{text.plain}\n≠ {comparison.detail}", style="bold red")
+            cells.append(text)
+        table.add_row(*cells)
+    if outcome.nodes:
+        console.print(table)
+    skipped = f"; {len(outcome.skipped)} skipped (see the notes)" if outcome.skipped else ""
+    if outcome.disagreements:
+        line = plural(outcome.disagreements, "disagreement") + " found" + skipped
+        console.print(Text(line, style="bold red"))
+    elif outcome.nothing_verified:
+        line = (
+            "nothing verified: no broadcasting node could be run and compared with a runtime"
+            + skipped
+        )
+        console.print(Text(line, style="bold yellow"))
+    elif not outcome.nodes:
+        console.print(Text("no broadcasting node to verify", style="green"))
+    else:
+        console.print(Text("every runtime agrees with bcast" + skipped, style="green"))

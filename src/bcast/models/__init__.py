@@ -1,0 +1,49 @@
+"""Models: the format-free graph, the checker, and the verification model.
+
+The readers of `bcast.onnx` and `bcast.openvino` produce a `Graph`; `check_graph` reports
+its broadcasting findings; `bcast.models.verification` holds what both verifiers share.
+
+>>> import bcast
+>>> from bcast.models import Graph, Node, Rule, check_graph
+>>> g = Graph("m.onnx", "onnx", shapes={"x": bcast.Shape((2,)), "y": bcast.Shape((3,))})
+>>> g.nodes.append(Node("add", "Add", ("x", "y"), ("z",), rule=Rule.MULTIDIRECTIONAL))
+>>> check_graph(g).findings[0].kind
+'incompatible'
+"""
+
+from __future__ import annotations
+
+from bcast.models.checker import DEFAULT_MAX_ELEMENTS, check_graph, propagate_shapes
+from bcast.models.graph import (
+    Finding,
+    Graph,
+    ModelError,
+    Node,
+    Report,
+    Rule,
+    Severity,
+    Subgraph,
+    bind_dims,
+)
+
+__all__ = [
+    # the graph
+    "Graph",
+    "Node",
+    "Rule",
+    "Subgraph",
+    # findings
+    "Finding",
+    "Report",
+    "Severity",
+    "ModelError",
+    # checking
+    "DEFAULT_MAX_ELEMENTS",
+    "bind_dims",
+    "check_graph",
+    "propagate_shapes",
+]
+
+for _cls in (Finding, Graph, ModelError, Node, Report, Rule, Severity, Subgraph):
+    _cls.__module__ = __name__  # shown by their public path: bcast.models.ModelError
+del _cls

@@ -1,0 +1,175 @@
+"""The model checker: propagate shapes through a graph and report broadcasting findings.
+
+`check_graph` walks a `Graph` in topological order, applies bcast's rules to every
+broadcasting node (`bcast.models.node_checks`) and takes every other node's output shapes
+from the peer's own shape inference, which the reader recorded. It returns `Finding` objects:
+definite errors, conditions under which a node fails (symbols and intervals), unidirectional
+violations that ONNX shape inference does not check, oversized broadcast outputs, and
+OpenVINO attribute pitfalls.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
+
+from bcast.core.shape import Shape
+from bcast.models.graph import (
+    Finding,
+    Graph,
+    ModelError,
+    Node,
+    Report,
+    Subgraph,
+    bind_dims,
+)
+from bcast.models.node_checks import check_node
+
+__all__ = ["DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"]
+
+DEFAULT_MAX_ELEMENTS: Final = 2**31
+"""Broadcast outputs with more elements than this are reported (``--max-elements``)."""
+
+
+def _topological(nodes: Sequence[Node], path: str) -> list[Node]:
+    """Order nodes so that producers come first (file order among equals); reject cycles."""
+    producer: dict[str, int] = {}
+    for index, node in enumerate(nodes):
+        for out in node.outputs:
+            if out:
+                producer[out] = index
+    waiting = [0] * len(nodes)
+    users: list[list[int]] = [[] for _ in nodes]
+    for index, node in enumerate(nodes):
+        for name in set(node.inputs):
+            source = producer.get(name)
+            if name and source is not None:
+                waiting[index] += 1
+                users[source].append(index)
+    ready = [i for i, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    order: list[Node] = []
+    while ready:
+        index = heapq.heappop(ready)
+        order.append(nodes[index])
+        for user in users[index]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, user)
+    if len(order) < len(nodes):
+        stuck = next(nodes[i] for i, count in enumerate(waiting) if count > 0)
+        raise ModelError(f"{path}: the graph has a cycle through node {stuck.name!r} ({stuck.op})")
+    return order
+
+
+def check_graph(
+    graph: Graph,
+    *,
+    dims: Mapping[str, int] | None = None,
+    max_elements: int = DEFAULT_MAX_ELEMENTS,
+    progress: Iterable[None] | None = None,
+) -> Report:
+    """Propagate shapes through ``graph`` and report every broadcasting finding.
+
+    Parameters
+    ----------
+    graph : Graph
+        A model as a reader produced it.
+    dims : mapping of str to int, optional
+        Values for symbolic dims (``--dim batch=4``); bound symbols are checked as values.
+    max_elements : int, default 2**31
+        Broadcast outputs with more elements are reported.
+    progress : iterable, optional
+        Advanced once per node (the CLI passes a progress bar's ticks).
+
+    Returns
+    -------
+    Report
+
+    Raises
+    ------
+    ModelError
+        If the graph has a cycle.
+
+    Examples
+    --------
+    >>> from bcast import Shape
+    >>> from bcast.models import Graph, Node, Rule
+    >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[batch]"), "y": Shape((2,))})
+    >>> g.nodes.append(Node("add", "Add", ("x", "y"), ("z",), rule=Rule.MULTIDIRECTIONAL))
+    >>> [f.reason for f in check_graph(g).findings]
+    ['fails unless batch ∈ {1, 2} (axis 0 of x)']
+    >>> [f.kind for f in check_graph(g, dims={"batch": 3}).findings]
+    ['incompatible']
+    """
+    findings, _ = _walk(graph, dict(dims or {}), max_elements, progress)
+    return Report(graph.path, _count(graph), tuple(findings))
+
+
+def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> dict[str, Shape]:
+    """Return the shape of every value of ``graph``, as `check_graph` propagates them.
+
+    Examples
+    --------
+    >>> from bcast import Shape
+    >>> from bcast.models import Graph, Node, Rule
+    >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[N,1]"), "y": Shape((3,))})
+    >>> g.nodes.append(Node("add", "Add", ("x", "y"), ("z",), rule=Rule.MULTIDIRECTIONAL))
+    >>> str(propagate_shapes(g)["z"]), str(propagate_shapes(g, dims={"N": 5})["z"])
+    ('[N,3]', '[5,3]')
+    """
+    _, values = _walk(graph, dict(dims or {}), DEFAULT_MAX_ELEMENTS, None)
+    return values
+
+
+def _count(graph: Graph) -> int:
+    """Count the nodes of ``graph`` and of every subgraph it runs."""
+    return len(graph.nodes) + sum(_count(s.graph) for n in graph.nodes for s in n.subgraphs)
+
+
+def _walk(
+    graph: Graph,
+    bound: dict[str, int],
+    max_elements: int,
+    progress: Iterable[None] | None,
+    outer: Mapping[str, Shape] | None = None,
+    inputs: Mapping[str, Shape] | None = None,
+) -> tuple[list[Finding], dict[str, Shape]]:
+    """Check ``graph``'s nodes, then the bodies they run.
+
+    ``outer`` is the enclosing graph's values (If/Loop/Scan bodies see them); ``inputs``
+    binds a function body's inputs to its caller's values, over the shapes declared.
+    """
+    values: dict[str, Shape] = dict(outer or {})
+    values.update({k: bind_dims(v, bound) for k, v in graph.shapes.items()})
+    values.update(inputs or {})
+    targets = {k: bind_dims(v, bound) for k, v in graph.shape_values.items()}
+    findings: list[Finding] = list(graph.notes)
+    ticks = iter(progress) if progress is not None else None
+    nested: list[Subgraph] = []
+    for node in _topological(graph.nodes, graph.path):
+        peer = tuple(bind_dims(s, bound) for s in node.output_shapes)
+        outputs: tuple[Shape, ...] = peer
+        if node.rule is not None:
+            result, found = check_node(node, graph, values, max_elements, targets=targets)
+            findings.extend(found)
+            if result is not None:
+                outputs = (result, *peer[1:])
+        for index, name in enumerate(node.outputs):
+            if name:
+                values[name] = outputs[index] if index < len(outputs) else Shape.dynamic()
+        nested.extend(node.subgraphs)
+        if ticks is not None:
+            next(ticks, None)
+    # Bodies last: they may read any value of this graph (outer scope), not only the
+    # owner's declared inputs, so every value is propagated first.
+    for sub in nested:
+        bindings = {}
+        for name, source in sub.bindings:
+            shape = values.get(source)
+            if shape is not None and shape.rank is not None:
+                bindings[name] = shape
+        scope = values if sub.outer_scope else None
+        findings.extend(_walk(sub.graph, bound, max_elements, None, scope, bindings)[0])
+    return findings, values

@@ -1,0 +1,130 @@
+"""Values read off ONNX protos: shapes and symbols, small integer constants, attributes.
+
+The reader (`bcast.onnx.reader`) builds its graph with these; each takes a proto and
+returns bcast's values, never raising on what an exporter may write.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from bcast.core.dim import Dim
+from bcast.core.errors import BroadcastError
+from bcast.core.shape import Shape
+from bcast.models import Graph
+
+__all__ = [
+    "DEFAULT_DOMAINS",
+    "attribute",
+    "constant_node_ints",
+    "item_size",
+    "read_opsets",
+    "shape_of",
+    "symbol",
+    "tensor_ints",
+]
+
+DEFAULT_DOMAINS: Final = frozenset({"", "ai.onnx"})
+_MAX_CONSTANT: Final = 64  # elements: shape-like constants only
+_UNK: Final = re.compile(r"unk__\d+")
+_BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
+
+
+def read_opsets(imports: Any) -> dict[str, int]:
+    """Return ``{domain: version}``, with ``ai.onnx`` read as the default domain ``""``."""
+    found: dict[str, int] = {}
+    for entry in imports:
+        domain = "" if entry.domain in DEFAULT_DOMAINS else entry.domain
+        found.setdefault(domain, int(entry.version))
+    return found
+
+
+def item_size(graph: Graph, name: str, elem_type: int) -> None:
+    """Record the bytes per element of value ``name`` (nothing for an unknown elem_type)."""
+    try:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
+    except (KeyError, ValueError, TypeError):
+        return
+    graph.item_sizes[name] = int(np.dtype(dtype).itemsize)
+
+
+def symbol(name: str, params: set[str] | frozenset[str]) -> Dim:
+    """Return the dim of a ``dim_param``: its symbol, cleaned where bcast's text cannot hold it.
+
+    ``unk__N`` names that ONNX shape inference invented (not in ``params``, the model's own)
+    are plain ``?``.
+
+    >>> str(symbol("batch", set())), str(symbol("unk__3", set())), str(symbol("a b", set()))
+    ('batch', '?', 'a_b')
+    """
+    if _UNK.fullmatch(name) and name not in params:
+        return Dim.unknown()  # invented by ONNX shape inference: no identity worth keeping
+    try:
+        return Dim.symbol(name)
+    except BroadcastError:
+        cleaned = _BAD_SYMBOL_CHARS.sub("_", name).replace("..", "_")
+        if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):
+            cleaned = "_" + cleaned
+        try:
+            return Dim.symbol(cleaned)
+        except BroadcastError:
+            return Dim.unknown()
+
+
+def shape_of(info: onnx.ValueInfoProto, params: set[str] | frozenset[str]) -> Shape:
+    """Return the shape a value info declares (``[...]`` when it declares none)."""
+    tensor = info.type.tensor_type
+    if not tensor.HasField("shape"):
+        return Shape.dynamic()
+    dims: list[Dim] = []
+    for dim in tensor.shape.dim:
+        if dim.HasField("dim_value") and dim.dim_value >= 0:
+            dims.append(Dim.static(int(dim.dim_value)))
+        elif dim.HasField("dim_param") and dim.dim_param:
+            dims.append(symbol(dim.dim_param, params))
+        else:
+            dims.append(Dim.unknown())
+    return Shape(dims)
+
+
+def attribute(proto: onnx.NodeProto, name: str, default: Any) -> Any:
+    """Return the value of a node's attribute ``name``, or ``default``."""
+    for attr in proto.attribute:
+        if attr.name == name:
+            return onnx.helper.get_attribute_value(attr)
+    return default
+
+
+def tensor_ints(tensor: onnx.TensorProto) -> tuple[int, ...] | None:
+    """Return the values of a small integer tensor, or None (large, non-integer, external)."""
+    if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+        return None
+    count = 1
+    for d in tensor.dims:
+        count *= int(d)
+    if len(tensor.dims) > 1 or count > _MAX_CONSTANT or count < 0:
+        return None
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return None
+    try:
+        array = numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, RuntimeError):
+        return None
+    return tuple(int(v) for v in np.asarray(array).reshape(-1))
+
+
+def constant_node_ints(proto: onnx.NodeProto) -> tuple[int, ...] | None:
+    """Return the values of a small integer Constant node, or None."""
+    for attr in proto.attribute:
+        if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
+            return tensor_ints(attr.t)
+        if attr.name == "value_ints":
+            return tuple(int(v) for v in attr.ints) if len(attr.ints) <= _MAX_CONSTANT else None
+        if attr.name == "value_int":
+            return (int(attr.i),)
+    return None
