@@ -736,3 +736,37 @@ def test_a_dim_that_no_input_has_is_warned_about(tmp_path):
     assert "warning" in line
     assert "nosuch=3" in line
     assert "batch" not in line
+
+
+# -- inputs exactly as the model declares them ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("elem", "op"),
+    [
+        pytest.param(F, "Add", id="float-scalar"),
+        pytest.param(TensorProto.BOOL, "And", id="bool-scalar"),
+        pytest.param(TensorProto.INT64, "Mul", id="int-scalar"),
+    ],
+)
+def test_a_scalar_input_is_fed_as_a_0d_array_to_every_runtime(tmp_path, elem, op):
+    # x: [2,3] and s: [] (a 0-d input): both runtimes run the node and agree with bcast.
+    # Before: OpenVINO got s as [1] (np.ascontiguousarray) and onnxruntime refused a
+    # numpy.bool scalar, and verify blamed the runtimes.
+    out_elem = TensorProto.BOOL if op == "And" else elem
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x", "s"], ["z"])],
+        "g",
+        [_vi("x", [2, 3], elem), _vi("s", [], elem)],
+        [helper.make_tensor_value_info("z", out_elem, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "scalar.onnx"
+    onnx.save(model, path)
+    code, out = verify_json(str(path))
+    assert code == 0, out
+    (node,) = out["nodes"]
+    for runtime in ("onnxruntime", "openvino"):
+        assert node["results"][runtime]["error"] is None, node["results"][runtime]
+        assert node["results"][runtime]["shape"] == "[2,3]"

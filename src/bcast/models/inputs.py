@@ -230,12 +230,22 @@ def random_array(
     Returns
     -------
     numpy.ndarray
+        Always an array of exactly ``shape``: a 0-d array for ``()``, never a NumPy scalar
+        (onnxruntime refuses ``numpy.bool`` scalars as inputs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = random_array((), np.bool_, np.random.default_rng(0), positive=False)
+    >>> type(x).__name__, x.shape, x.dtype
+    ('ndarray', (), dtype('bool'))
     """
     kind = np.dtype(dtype)
     if kind == np.bool_:
-        return rng.random(shape) < 0.5
-    if np.issubdtype(kind, np.integer):
+        drawn: Any = rng.random(shape) < 0.5
+    elif np.issubdtype(kind, np.integer):
         low = 1 if positive else (0 if np.issubdtype(kind, np.unsignedinteger) else -5)
-        return rng.integers(low, 6, size=shape).astype(kind)
-    start = 0.5 if positive else -2.0
-    return rng.uniform(start, 2.0, size=shape).astype(kind)
+        drawn = rng.integers(low, 6, size=shape)
+    else:
+        drawn = rng.uniform(0.5 if positive else -2.0, 2.0, size=shape)
+    return np.asarray(drawn, dtype=kind).reshape(shape)

@@ -40,7 +40,7 @@ def run_onnx_file(path: str, feeds: Mapping[str, Any]) -> npt.NDArray[Any]:
     for port in compiled.inputs:
         for name in port.get_names():
             if name in feeds:
-                by_name[port.get_any_name()] = np.ascontiguousarray(feeds[name])
+                by_name[port.get_any_name()] = _contiguous(feeds[name])
     result = request.infer(by_name)
     return np.asarray(result[compiled.outputs[0]])
 
@@ -63,7 +63,7 @@ def run_model(model: Any, inputs: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any
     import openvino as ov
 
     compiled = ov.Core().compile_model(model, "CPU", _CONFIG)
-    result = compiled.create_infer_request().infer([np.ascontiguousarray(x) for x in inputs])
+    result = compiled.create_infer_request().infer([_contiguous(x) for x in inputs])
     return np.asarray(result[compiled.outputs[0]])
 
 
@@ -121,3 +121,14 @@ def _typed(text: str) -> Any:
     if text.strip().lower() in ("true", "false"):
         return text.strip().lower() == "true"
     return text
+
+
+def _contiguous(x: Any) -> npt.NDArray[Any]:
+    """Return ``x`` as a C-contiguous array of its own shape: a 0-d input stays 0-d.
+
+    (``np.ascontiguousarray`` returns at least 1-d: OpenVINO then gets ``[1]`` for ``[]``.)
+
+    >>> _contiguous(np.float32(2.0)).shape
+    ()
+    """
+    return np.asarray(x, order="C")
