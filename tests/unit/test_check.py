@@ -173,6 +173,34 @@ def test_no_condition_where_nothing_can_fail_or_nothing_is_known(a, b):
     assert _findings(_binary("Add", a, b)) == []
 
 
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        pytest.param("[?,8,1..,1..]", "[?,8,1..,1..]", id="residual-of-dynamic-spatial-dims"),
+        pytest.param("[1..,4]", "[3,4]", id="unbounded-interval-vs-static"),
+        pytest.param("[2..,4]", "[1..,4]", id="two-unbounded-intervals"),
+    ],
+)
+def test_unnamed_unbounded_dims_carry_no_condition_a_user_can_act_on(a, b):
+    # OpenVINO writes a dynamic dim as 1.. where ONNX writes ?: the same information, and
+    # the same verdict (the ONNX export of the same net is clean).
+    g = _ov_graph(a, b, mode=Mode.NUMPY)
+    assert check_graph(g).findings == ()
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "fragment"),
+    [
+        pytest.param("[1..64,4]", "[128,4]", "1..64 = 1", id="bounded-interval"),
+        pytest.param("[N,4]", "[3,4]", "N ∈ {1, 3}", id="symbol"),
+    ],
+)
+def test_named_or_bounded_dims_still_carry_their_condition(a, b, fragment):
+    (found,) = check_graph(_ov_graph(a, b, mode=Mode.NUMPY)).findings
+    assert (found.kind, found.axis) == ("conditional", 0)
+    assert fragment in found.reason
+
+
 # -- unidirectional rules that ONNX shape inference does not check -----------------------------
 
 

@@ -20,8 +20,22 @@ _ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0,
 
 
 def is_open(dim: Dim) -> bool:
-    """``?``: no name, no bound. It constrains nothing, so it is never reported."""
+    """Tell whether ``dim`` is ``?``: no name, no bound at all."""
     return dim.name is None and dim.lo == 0 and dim.hi is None
+
+
+def _uninformative(dim: Dim) -> bool:
+    """Tell whether a condition on ``dim`` would name nothing a user can act on.
+
+    An unnamed dim without an upper bound (``?``, and OpenVINO's ``1..`` for a dynamic dim
+    that is at least 1) carries the same information: none that a user controls. Conditions
+    are phrased in named symbols, bounded intervals and static sizes only; two unknowns of
+    one model (a residual connection's two operands) are never reported against each other.
+
+    >>> _uninformative(Dim(1, None)), _uninformative(Dim(1, 64)), _uninformative(Dim.symbol("N"))
+    (True, False, False)
+    """
+    return dim.name is None and dim.hi is None
 
 
 def _possible(dim: Dim, allowed: Iterable[int]) -> list[int]:
@@ -85,7 +99,7 @@ def _where(names: Sequence[str], k: int, i: int) -> str:
 
 
 def _two_way(column: list[tuple[int, int, Dim]], names: Sequence[str], *, exact: bool) -> list[str]:
-    dims = [(k, i, d) for k, i, d in column if not is_open(d)]
+    dims = [(k, i, d) for k, i, d in column if not _uninformative(d)]
     if not exact:
         dims = [(k, i, d) for k, i, d in dims if not d.definitely_one()]
     if len(dims) < 2:
@@ -116,7 +130,7 @@ def _one_way(column: list[tuple[int, int, Dim]], names: Sequence[str], target: i
     for k, i, b in column:
         if k == target or b.definitely_one() or a.definitely_equal(b):
             continue
-        if is_open(a) or is_open(b):
+        if _uninformative(a) or _uninformative(b):
             continue
         if b.is_static:
             if a.is_static or _within(a, {b.lo}):
