@@ -972,13 +972,9 @@ def test_ir_pdpd_trailing_ones_that_openvino_refuses_to_load(ov, tmp_path):
     add.set_friendly_name("add")
     path = tmp_path / "m.xml"
     ov.save_model(ov.Model([add], [a, b], "m"), path)
-    # Give B a trailing 1: [3,4] -> [3,4,1] (its Parameter and the Add's input port).
-    text = path.read_text().replace('shape="3,4"', 'shape="3,4,1"')
-    text = text.replace(
-        "<dim>3</dim>\n\t\t\t\t\t<dim>4</dim>\n\t\t\t\t</port>",
-        "<dim>3</dim>\n\t\t\t\t\t<dim>4</dim>\n\t\t\t\t\t<dim>1</dim>\n\t\t\t\t</port>",
-    )
-    path.write_text(text)
+    # Give B a trailing 1: [3,4] -> [3,4,1] (its Parameter and the Add's input port only:
+    # the Add's output stays [2,3,4], what the specification gives).
+    _set_parameter_shape(path, "b", [3, 4, 1])
     findings = {f.kind: f for f in check_graph(_read_ir(path)).findings}
     assert set(findings) == {"peer-rejects", "pdpd-trailing-ones"}
     rejects = findings["peer-rejects"]
@@ -1016,6 +1012,20 @@ def _set_parameter_shape(path, name, dims):
     tree.write(path)
 
 
+def _set_output_shape(path, name, dims):
+    """Give layer ``name``'s first output port new dims in the IR."""
+    import xml.etree.ElementTree as ET
+
+    tree = ET.parse(path)
+    layer = next(layer for layer in tree.getroot().iter("layer") if layer.get("name") == name)
+    port = layer.find("output/port")
+    for dim in port.findall("dim"):
+        port.remove(dim)
+    for value in dims:
+        ET.SubElement(port, "dim").text = str(value)
+    tree.write(path)
+
+
 def _openvino_refuses(ov, path):
     try:
         ov.Core().read_model(str(path))
@@ -1038,6 +1048,7 @@ def test_ir_pdpd_one_against_zero_that_openvino_refuses_to_load(ov, tmp_path):
     path = tmp_path / "m.xml"
     ov.save_model(ov.Model([add], [a, b], "m"), path)
     _set_parameter_shape(path, "a", [2, 0])  # B's 1 now meets A's 0 at axis 1
+    _set_output_shape(path, "add", [2, 0])  # the file stays self-consistent: A's shape
     assert _openvino_refuses(ov, path)  # its pre-check B > A (SEMANTICS §2.9)
     findings = {f.kind: f for f in check_graph(_read_ir(path)).findings}
     assert set(findings) == {"peer-rejects", "pdpd-one-against-zero"}
@@ -1099,3 +1110,67 @@ def test_ir_select_that_openvino_refuses(ov, tmp_path, attrs, shapes, changed, a
         Severity.ERROR,
     )
     assert fragment in found.reason
+
+
+# -- IR: the file's own claims, and a peer's refusal ------------------------------------------
+
+
+def _declared_graph(declared: str, *, refused: bool) -> Graph:
+    # An IR that OpenVINO refused: shapes are the XML's port dims (Graph.declared).
+    g = Graph("m.xml", "openvino", shapes={"a": Shape.parse("[1,?,1]"), "b": Shape((1, 1, 3))})
+    g.declared = refused
+    g.nodes.append(
+        Node(
+            "mul",
+            "Multiply",
+            ("a", "b"),
+            ("y",),
+            rule=Rule.ELEMENTWISE,
+            mode=Mode.NUMPY,
+            output_shapes=(Shape.parse(declared),),
+        )
+    )
+    return g
+
+
+def test_a_broadcast_that_contradicts_the_declared_output_is_an_error_at_that_axis():
+    # [1,?,1] * [1,1,3] broadcasts to [1,?,3]; the file says [1,?,4] (a Const cut short).
+    (found,) = check_graph(_declared_graph("[1,?,4]", refused=True)).findings
+    assert (found.severity, found.kind, found.node, found.axis) == (
+        Severity.ERROR,
+        "declared-shape",
+        "mul",
+        2,
+    )
+    assert "3 vs 4" in found.reason
+
+
+def test_declared_outputs_that_agree_give_no_finding():
+    assert check_graph(_declared_graph("[1,?,3]", refused=True)).findings == ()
+
+
+def test_a_peer_inference_is_not_held_against_the_broadcast():
+    # Without Graph.declared the output shapes are the peer's inference: no such check.
+    assert check_graph(_declared_graph("[1,?,4]", refused=False)).findings == ()
+
+
+def _refused(note_only: bool) -> Graph:
+    from bcast.models import Finding
+
+    g = _ov_graph("[2,3]", "[4]" if not note_only else "[3]", mode=Mode.NUMPY)
+    g.notes.append(
+        Finding(Severity.INFO, "peer-rejects", "", "Add", (), None, None, "OpenVINO refuses")
+    )
+    return g
+
+
+def test_a_refusal_bcast_cannot_explain_is_an_error_never_a_pass():
+    report = check_graph(_refused(note_only=True))
+    assert [(f.kind, f.severity) for f in report.findings] == [("peer-rejects", Severity.ERROR)]
+    assert not report.ok
+
+
+def test_a_refusal_bcast_explains_stays_a_note_beside_the_error():
+    report = check_graph(_refused(note_only=False))
+    kinds = {f.kind: f.severity for f in report.findings}
+    assert kinds == {"peer-rejects": Severity.INFO, "incompatible": Severity.ERROR}

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Final
 
+from bcast.core.dim import intersect_dims
 from bcast.core.shape import Shape
 from bcast.models.graph import (
     Finding,
@@ -21,6 +23,7 @@ from bcast.models.graph import (
     ModelError,
     Node,
     Report,
+    Severity,
     Subgraph,
     bind_dims,
 )
@@ -104,7 +107,7 @@ def check_graph(
     ['incompatible']
     """
     findings, _ = _walk(graph, dict(dims or {}), max_elements, progress)
-    return Report(graph.path, _count(graph), tuple(findings))
+    return Report(graph.path, _count(graph), tuple(_unexplained_refusals(findings)))
 
 
 def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> dict[str, Shape]:
@@ -155,6 +158,8 @@ def _walk(
             result, found = check_node(node, graph, values, max_elements, targets=targets)
             findings.extend(found)
             if result is not None:
+                if graph.declared and peer:
+                    findings.extend(_against_declared(node, result, peer[0]))
                 outputs = (result, *peer[1:])
         for index, name in enumerate(node.outputs):
             if name:
@@ -173,3 +178,48 @@ def _walk(
         scope = values if sub.outer_scope else None
         findings.extend(_walk(sub.graph, bound, max_elements, None, scope, bindings)[0])
     return findings, values
+
+
+def _against_declared(node: Node, result: Shape, declared: Shape) -> list[Finding]:
+    """Hold a broadcast's result against the output shape the file declares for it.
+
+    An IR states every output's dims; a broadcast whose operands give another size than the
+    one declared (a Const cut short feeding a Multiply) is what OpenVINO refuses, and the
+    first node where the file contradicts itself.
+    """
+    if result.rank is None or declared.rank is None:
+        return []
+    if result.rank != declared.rank:
+        reason = f"the model declares the output {declared}; the broadcast gives {result}"
+        return [_declared_finding(node, None, reason, result, declared)]
+    for axis, (got, said) in enumerate(zip(result.dims, declared.dims, strict=True)):
+        if intersect_dims(got, said) is None:
+            reason = (
+                f"the model declares the output {declared}; the broadcast gives {result}: "
+                f"{got} vs {said} at axis {axis}"
+            )
+            return [_declared_finding(node, axis, reason, result, declared)]
+    return []
+
+
+def _declared_finding(
+    node: Node, axis: int | None, reason: str, result: Shape, declared: Shape
+) -> Finding:
+    picture = (f"broadcast  {result}", f"declared   {declared}")
+    operands = tuple((name, declared) for name in node.outputs[:1])
+    return Finding(
+        Severity.ERROR, "declared-shape", node.name, node.op, operands, None, axis, reason, picture
+    )
+
+
+def _unexplained_refusals(findings: list[Finding]) -> list[Finding]:
+    """Make a peer's refusal of the model an error unless bcast reported something itself.
+
+    A model the peer will not load never passes: when no error or warning of bcast's own
+    accounts for the refusal, the refusal itself is the error, with the peer's reason.
+    """
+    if any(f.severity is not Severity.INFO and f.kind != "peer-rejects" for f in findings):
+        return findings
+    return [
+        replace(f, severity=Severity.ERROR) if f.kind == "peer-rejects" else f for f in findings
+    ]

@@ -130,6 +130,10 @@ class Graph:
         Bytes per element of values whose type is known.
     notes : list of Finding
         Findings the reader made itself (a peer refusing the model, for example).
+    declared : bool
+        True when the nodes' ``output_shapes`` are what the file itself declares (an IR's
+        port dims, read because OpenVINO refused the model), not a peer's inference: the
+        checker then holds every broadcast result against them.
     """
 
     path: str
@@ -140,6 +144,7 @@ class Graph:
     shape_values: dict[str, Shape] = field(default_factory=dict)
     item_sizes: dict[str, int] = field(default_factory=dict)
     notes: list[Finding] = field(default_factory=list)
+    declared: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,7 @@ def read_ir(path: str | os.PathLike[str]) -> Graph:
     graph = Graph(path=xml_path, format="openvino")
     shapes, constants, refusal = _read_with_openvino(xml_path)
     if refusal is not None:
+        graph.declared = True  # shapes from the XML's port dims: what the file claims
         culprit = _FRIENDLY.search(refusal[1])
         name = culprit.group(1) if culprit else ""
         op = next((layer.type for layer in layers if layer.name == name), "")
