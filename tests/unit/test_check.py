@@ -1174,3 +1174,43 @@ def test_a_refusal_bcast_explains_stays_a_note_beside_the_error():
     report = check_graph(_refused(note_only=False))
     kinds = {f.kind: f.severity for f in report.findings}
     assert kinds == {"peer-rejects": Severity.INFO, "incompatible": Severity.ERROR}
+
+
+# -- IR: the inputs' dims get names, and OpenVINO carries them -------------------------------
+
+
+def _ir_two_inputs(ov, tmp_path):
+    # x [?,4] feeds a Relu (shape-preserving) and is added to itself, and to y [?,4].
+    x = ov.opset13.parameter([-1, 4], np.float32, name="x")
+    y = ov.opset13.parameter([-1, 4], np.float32, name="y")
+    relu = ov.opset13.relu(x)
+    same = ov.opset13.add(relu, x)
+    same.set_friendly_name("residual")
+    other = ov.opset13.add(same, y)
+    other.set_friendly_name("with_y")
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([other], [x, y], "m"), path)
+    return path
+
+
+def test_ir_dims_from_one_input_are_the_same_and_two_inputs_are_related(ov, tmp_path):
+    graph = _read_ir(_ir_two_inputs(ov, tmp_path))
+    assert str(graph.shapes["x"]) == "[x.0,4]"
+    found = check_graph(graph).findings
+    # The residual add of x with relu(x): one source, no condition. x with y: their first
+    # dims must agree, a relation between inputs that bcast named itself (info, exit 0).
+    assert [(f.node, f.kind, f.severity, f.axis) for f in found] == [
+        ("with_y", "conditional", Severity.INFO, 0)
+    ]
+    assert "x.0, y.0 are equal (or 1)" in found[0].reason
+
+
+def test_ir_dim_names_bind_with_dim(ov, tmp_path):
+    graph = _read_ir(_ir_two_inputs(ov, tmp_path))
+    (found,) = check_graph(graph, dims={"x.0": 3, "y.0": 2}).findings
+    assert (found.node, found.kind, found.severity, found.axis) == (
+        "with_y",
+        "incompatible",
+        Severity.ERROR,
+        0,
+    )

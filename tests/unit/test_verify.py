@@ -432,7 +432,12 @@ def test_ir_broadcast_select_and_integer_nodes_agree(tmp_path):
     assert by_name["explicit"]["results"]["bcast"]["shape"] == "[3,2]"
     assert by_name["int_add"]["results"]["openvino"]["dtype"] == "int32"
     assert by_name["select"]["inputs"][0]["shape"] == "[2,3]"  # the dynamic dim takes 2
-    assert any("--dim batch not used" in note for note in out["notes"])
+    assert out["unused_dims"] == ["batch"]  # the IR's dims are named cond.0 ...: no batch
+    code, out = verify_json(str(path), "--runtime", "openvino", "--dim", "cond.0=5")
+    assert code == 0
+    select = next(n for n in out["nodes"] if n["node"] == "select")
+    assert select["inputs"][0]["shape"] == "[5,3]"
+    assert select["results"]["openvino"]["shape"] == "[5,3]"
 
 
 # -- nodes too large to run ----------------------------------------------------------------

@@ -134,6 +134,8 @@ class Graph:
         True when the nodes' ``output_shapes`` are what the file itself declares (an IR's
         port dims, read because OpenVINO refused the model), not a peer's inference: the
         checker then holds every broadcast result against them.
+    invented_dims : frozenset of str
+        Symbols the reader named itself (an IR's input dims, ``input_ids.1``), not the user.
     """
 
     path: str
@@ -145,6 +147,7 @@ class Graph:
     item_sizes: dict[str, int] = field(default_factory=dict)
     notes: list[Finding] = field(default_factory=list)
     declared: bool = False
+    invented_dims: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from bcast.core.errors import BroadcastError, show_bytes
 from bcast.core.modes import Mode
 from bcast.core.picture import format_alignment
 from bcast.core.planning import plan
+from bcast.core.plans import Plan
 from bcast.core.shape import Shape
 from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 
@@ -155,8 +156,9 @@ def _apply(
         picture = format_alignment(
             p.shapes, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis
         )
+        invented = _only_invented(p, out_axis, ctx.graph.invented_dims)
         ctx.add(
-            Severity.WARNING,
+            Severity.INFO if invented else Severity.WARNING,
             "conditional",
             operands,
             mode,
@@ -165,6 +167,27 @@ def _apply(
             picture,
         )
     return p.output
+
+
+def _only_invented(p: Plan, out_axis: int, invented: frozenset[str]) -> bool:
+    """Tell whether every symbol at ``out_axis`` is one the reader invented, none the user's.
+
+    An IR names no dims: its reader names each input dim (``input_ids.1``). A condition that
+    relates only such names (two inputs' dims must be equal) is a fact about the inputs the
+    user could not have named otherwise, not a latent bug: it is told, as info.
+    """
+    if not invented:
+        return False
+    found = False
+    for shape, axes in zip(p.shapes, p.alignment, strict=True):
+        if axes is None or shape.rank is None:
+            continue
+        for dim, axis in zip(shape.dims, axes, strict=True):
+            if axis == out_axis and dim.name is not None:
+                if dim.name not in invented:
+                    return False
+                found = True
+    return found
 
 
 def _label(name: str, index: int) -> str:

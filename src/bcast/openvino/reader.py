@@ -104,7 +104,8 @@ def read_ir(path: str | os.PathLike[str]) -> Graph:
     xml_path = os.fspath(path)
     layers, edges = _parse_xml(xml_path)
     graph = Graph(path=xml_path, format="openvino")
-    shapes, constants, refusal = _read_with_openvino(xml_path)
+    shapes, constants, refusal, invented = _read_with_openvino(xml_path)
+    graph.invented_dims = invented
     if refusal is not None:
         graph.declared = True  # shapes from the XML's port dims: what the file claims
         culprit = _FRIENDLY.search(refusal[1])
@@ -225,8 +226,13 @@ def _name_values(layers: list[_Layer], edges: dict[tuple[str, str], str]) -> Non
 
 def _read_with_openvino(
     path: str,
-) -> tuple[dict[str, list[Shape]], dict[str, tuple[int, ...]], tuple[str, str] | None]:
-    """OpenVINO's output shapes and integer constants by layer name, or its refusal."""
+) -> tuple[
+    dict[str, list[Shape]], dict[str, tuple[int, ...]], tuple[str, str] | None, frozenset[str]
+]:
+    """OpenVINO's output shapes and integer constants by layer name, or its refusal.
+
+    The last item is the names given to the inputs' dims (`_name_input_dims`).
+    """
     import openvino as ov
 
     try:
@@ -235,16 +241,17 @@ def _read_with_openvino(
         text = str(err)
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         if "While validating node" in text or ("shape" in text.lower() and "Check" in text):
-            return {}, {}, (lines[-1] if lines else "shape inference failed", text)
+            return {}, {}, (lines[-1] if lines else "shape inference failed", text), frozenset()
         reason = next((ln for ln in lines if "Check" not in ln and "Exception" not in ln), None)
         reason = reason or (lines[-1] if lines else type(err).__name__)
         raise ModelError(f"{path}: OpenVINO cannot read the model: {reason}") from None
+    symbols = _name_input_dims(ov, model)
     shapes: dict[str, list[Shape]] = {}
     constants: dict[str, tuple[int, ...]] = {}
     for op in model.get_ordered_ops():
         name = op.get_friendly_name()
         shapes[name] = [
-            _partial(op.get_output_partial_shape(i)) for i in range(op.get_output_size())
+            _partial(op.get_output_partial_shape(i), symbols) for i in range(op.get_output_size())
         ]
         if op.get_type_name() == "Constant" and op.get_output_element_type(0).is_integral():
             shape = op.get_output_partial_shape(0)
@@ -252,19 +259,75 @@ def _read_with_openvino(
                 values = np.asarray(op.get_data()).reshape(-1)
                 if values.size <= _MAX_CONSTANT_BYTES // 8:
                     constants[name] = tuple(int(v) for v in values)
-    return shapes, constants, None
+    return shapes, constants, None, frozenset(symbols.values())
 
 
-def _partial(shape: Any) -> Shape:
+def _name_input_dims(ov: Any, model: Any) -> dict[Any, str]:
+    """Give each dynamic dim of each input a symbol and let OpenVINO propagate them.
+
+    An IR's dims have no names, but OpenVINO's shape inference carries symbols through
+    shape-preserving operators. Each input dim is named ``input.axis`` (``input_ids.1``), so
+    that dims that come from one input dim are known to be the same (a residual connection
+    is no condition), findings speak of the inputs, and ``--dim input_ids.1=8`` binds them.
+    Returns the names by symbol (empty when the inputs are static or OpenVINO refuses).
+    """
+    names: dict[Any, str] = {}
+    for index, parameter in enumerate(model.get_parameters()):
+        shape = parameter.get_partial_shape()
+        if shape.rank.is_dynamic or shape.is_static:
+            continue
+        dims = []
+        for axis, dim in enumerate(shape):
+            if dim.is_dynamic:
+                symbol = ov.Symbol()
+                dim.set_symbol(symbol)
+                names[symbol] = _dim_name(parameter.get_friendly_name(), index, axis)
+            dims.append(dim)
+        parameter.set_partial_shape(ov.PartialShape(dims))
+    if not names:
+        return names
+    try:
+        model.validate_nodes_and_infer_types()
+    except RuntimeError:  # OpenVINO loaded the model, so this is not expected: no names
+        return {}
+    return names
+
+
+def _dim_name(parameter: str, index: int, axis: int) -> str:
+    """``parameter.axis``, or ``input{index}.axis`` where the name cannot be a symbol.
+
+    >>> _dim_name("input_ids", 0, 1), _dim_name("a b", 2, 0)
+    ('input_ids.1', 'input2.0')
+    """
+    for text in (f"{parameter}.{axis}", f"input{index}.{axis}"):
+        try:
+            Dim.symbol(text)
+        except BroadcastError:
+            continue
+        return text
+    raise AssertionError("unreachable: input{index}.{axis} is a symbol")  # pragma: no cover
+
+
+def _partial(shape: Any, symbols: dict[Any, str] | None = None) -> Shape:
+    """Read an OpenVINO partial shape; a dim carrying an input's symbol is that symbol.
+
+    A symbol stands for a dim of unknown value: it replaces ``?`` and unbounded intervals,
+    while a bounded interval keeps its bounds (the more precise fact).
+    """
     if shape.rank.is_dynamic:
         return Shape.dynamic()
     dims = []
     for d in shape:
         if d.is_static:
             dims.append(Dim.static(d.get_length()))
+            continue
+        hi = d.get_max_length()
+        lo = d.get_min_length()
+        name = symbols.get(d.get_symbol()) if symbols and d.has_symbol() else None
+        if name is not None and hi < 0 and lo <= 1:
+            dims.append(Dim.symbol(name))
         else:
-            hi = d.get_max_length()
-            dims.append(Dim.interval(d.get_min_length(), None if hi < 0 else hi))
+            dims.append(Dim.interval(lo, None if hi < 0 else hi))
     return Shape(dims)
 
 
