@@ -83,6 +83,23 @@ FINDING = {
     },
     "additionalProperties": False,
 }
+COVERAGE = {
+    "type": "object",
+    "required": ["broadcasting_nodes", "unchecked"],
+    "properties": {
+        "broadcasting_nodes": {"type": "integer", "minimum": 0},
+        "unchecked": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["node", "op", "reason"],
+                "properties": {k: {"type": "string"} for k in ("node", "op", "reason")},
+                "additionalProperties": False,
+            },
+        },
+    },
+    "additionalProperties": False,
+}
 CHECK_SCHEMA = {
     "type": "object",
     "required": ["models", "unused_dims", "summary"],
@@ -92,11 +109,12 @@ CHECK_SCHEMA = {
             "type": "array",
             "items": {
                 "type": "object",
-                "required": ["path", "nodes", "findings", "error"],
+                "required": ["path", "nodes", "findings", "coverage", "error"],
                 "properties": {
                     "path": {"type": "string"},
                     "nodes": {"type": "integer", "minimum": 0},
                     "findings": {"type": "array", "items": FINDING},
+                    "coverage": COVERAGE,
                     "error": {"type": ["string", "null"]},
                 },
                 "additionalProperties": False,

@@ -188,13 +188,9 @@ def _summary(results: Sequence[tuple[str, Report | str]]) -> dict[str, int]:
 
 def _model_json(path: str, result: Report | str) -> dict[str, Any]:
     if isinstance(result, str):
-        return {"path": path, "nodes": 0, "findings": [], "error": result}
-    return {
-        "path": path,
-        "nodes": result.nodes,
-        "findings": [f.to_json() for f in result.findings],
-        "error": None,
-    }
+        coverage = {"broadcasting_nodes": 0, "unchecked": []}
+        return {"path": path, "nodes": 0, "findings": [], "coverage": coverage, "error": result}
+    return {**result.to_json(), "path": path}
 
 
 def _render_report(console: Console, graph: Graph, report: Report) -> None:
@@ -219,6 +215,9 @@ def _render_report(console: Console, graph: Graph, report: Report) -> None:
     else:  # a long path: the status goes on its own line rather than wrapping mid-phrase
         console.print(path, overflow="fold")
         console.print(Text.assemble("  ", status))
+    coverage = report.coverage()
+    if coverage is not None:
+        console.print(Text("  " + coverage, style=_STYLE[Severity.INFO]))
     if not report.findings:
         return
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)

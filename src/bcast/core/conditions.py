@@ -13,7 +13,7 @@ from bcast.core.dim import Dim
 from bcast.core.modes import Mode
 from bcast.core.plans import Plan
 
-__all__ = ["conditions", "is_open"]
+__all__ = ["conditions", "is_open", "symbols_at"]
 
 # The operand the one-way modes broadcast into (A, or the target of explicit).
 _ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
@@ -143,3 +143,20 @@ def _one_way(column: list[tuple[int, int, Dim]], names: Sequence[str], target: i
         else:
             parts.append(f"{b} is 1 or equals {a} ({_where(names, k, i)})")
     return parts
+
+
+def symbols_at(plan: Plan, out_axis: int) -> frozenset[str]:
+    """Return the names of the symbols the operands place at output axis ``out_axis``.
+
+    >>> import bcast
+    >>> sorted(symbols_at(bcast.plan("[N,4]", "[M,1]", "[3,4]"), 0))
+    ['M', 'N']
+    """
+    names = set()
+    for shape, axes in zip(plan.shapes, plan.alignment, strict=True):
+        if axes is None or shape.rank is None:
+            continue
+        for dim, axis in zip(shape.dims, axes, strict=True):
+            if axis == out_axis and dim.name is not None:
+                names.add(dim.name)
+    return frozenset(names)

@@ -23,6 +23,7 @@ from bcast.models.graph import (
     Rule,
     Severity,
     Subgraph,
+    Unchecked,
     bind_dims,
 )
 
@@ -36,6 +37,7 @@ __all__ = [
     "Finding",
     "Report",
     "Severity",
+    "Unchecked",
     "ModelError",
     # checking
     "DEFAULT_MAX_ELEMENTS",
@@ -44,6 +46,6 @@ __all__ = [
     "propagate_shapes",
 ]
 
-for _cls in (Finding, Graph, ModelError, Node, Report, Rule, Severity, Subgraph):
+for _cls in (Finding, Graph, ModelError, Node, Report, Rule, Severity, Subgraph, Unchecked):
     _cls.__module__ = __name__  # shown by their public path: bcast.models.ModelError
 del _cls

@@ -25,12 +25,14 @@ from bcast.models.graph import (
     Report,
     Severity,
     Subgraph,
+    Unchecked,
     bind_dims,
 )
 from bcast.models.node_checks import check_node
 
 __all__ = ["DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"]
 
+_DYNAMIC: Final = Shape.dynamic()
 DEFAULT_MAX_ELEMENTS: Final = 2**31
 """Broadcast outputs with more elements than this are reported (``--max-elements``)."""
 
@@ -106,8 +108,15 @@ def check_graph(
     >>> [f.kind for f in check_graph(g, dims={"batch": 3}).findings]
     ['incompatible']
     """
-    findings, _ = _walk(graph, dict(dims or {}), max_elements, progress)
-    return Report(graph.path, _count(graph), tuple(_unexplained_refusals(findings)))
+    unchecked: list[Unchecked] = []
+    findings, _ = _walk(graph, dict(dims or {}), max_elements, progress, unchecked=unchecked)
+    return Report(
+        graph.path,
+        _count(graph),
+        tuple(_unexplained_refusals(list(dict.fromkeys(findings)))),
+        _count(graph, broadcasting=True),
+        tuple(unchecked),
+    )
 
 
 def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> dict[str, Shape]:
@@ -126,9 +135,27 @@ def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> 
     return values
 
 
-def _count(graph: Graph) -> int:
-    """Count the nodes of ``graph`` and of every subgraph it runs."""
-    return len(graph.nodes) + sum(_count(s.graph) for n in graph.nodes for s in n.subgraphs)
+def _count(graph: Graph, *, broadcasting: bool = False) -> int:
+    """Count the nodes (or the broadcasting nodes) of ``graph`` and of its subgraphs."""
+    own = sum(1 for n in graph.nodes if n.rule is not None) if broadcasting else len(graph.nodes)
+    return own + sum(
+        _count(s.graph, broadcasting=broadcasting) for n in graph.nodes for s in n.subgraphs
+    )
+
+
+def _why_unknown(name: str, producers: Mapping[str, Node], values: Mapping[str, Shape]) -> str:
+    """Name the node after which a value's shape is unknown: the first one, walking back."""
+    seen: set[str] = set()
+    while name not in seen:
+        seen.add(name)
+        node = producers.get(name)
+        if node is None:
+            return f"the shape of {name!r} is not known"
+        lost = [i for i in node.inputs if i and values.get(i, Shape.dynamic()).rank is None]
+        if not lost:
+            return f"shapes unknown after {node.op} {node.name!r}"
+        name = lost[0]
+    return f"the shape of {name!r} is not known"
 
 
 def _walk(
@@ -138,6 +165,8 @@ def _walk(
     progress: Iterable[None] | None,
     outer: Mapping[str, Shape] | None = None,
     inputs: Mapping[str, Shape] | None = None,
+    *,
+    unchecked: list[Unchecked] | None = None,
 ) -> tuple[list[Finding], dict[str, Shape]]:
     """Check ``graph``'s nodes, then the bodies they run.
 
@@ -155,6 +184,12 @@ def _walk(
         peer = tuple(bind_dims(s, bound) for s in node.output_shapes)
         outputs: tuple[Shape, ...] = peer
         if node.rule is not None:
+            if unchecked is not None:
+                lost = [i for i in node.inputs if i and values.get(i, _DYNAMIC).rank is None]
+                if lost:
+                    producers = {o: n for n in graph.nodes for o in n.outputs if o}
+                    why = _why_unknown(lost[0], producers, values)
+                    unchecked.append(Unchecked(node.name, node.op, why))
             result, found = check_node(node, graph, values, max_elements, targets=targets)
             findings.extend(found)
             if result is not None:
@@ -176,7 +211,9 @@ def _walk(
             if shape is not None and shape.rank is not None:
                 bindings[name] = shape
         scope = values if sub.outer_scope else None
-        findings.extend(_walk(sub.graph, bound, max_elements, None, scope, bindings)[0])
+        findings.extend(
+            _walk(sub.graph, bound, max_elements, None, scope, bindings, unchecked=unchecked)[0]
+        )
     return findings, values
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "Rule",
     "Severity",
     "Subgraph",
+    "Unchecked",
     "bind_dims",
 ]
 
@@ -224,12 +225,27 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
+class Unchecked:
+    """A broadcasting node the checker could not check: its operand shapes are unknown."""
+
+    node: str
+    op: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
-    """The outcome of checking one graph: its node count and its findings."""
+    """The outcome of checking one graph: its node count, its findings, what was not checked.
+
+    ``broadcasting`` counts the broadcasting nodes; ``unchecked`` names those whose operand
+    shapes could not be determined (an operand of unknown rank), with the reason.
+    """
 
     path: str
     nodes: int
     findings: tuple[Finding, ...]
+    broadcasting: int = 0
+    unchecked: tuple[Unchecked, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -246,12 +262,34 @@ class Report:
         """The findings of severity error."""
         return tuple(f for f in self.findings if f.severity is Severity.ERROR)
 
+    def coverage(self) -> str | None:
+        """Say how many broadcasting nodes were not checked and why, or None if all were.
+
+        >>> r = Report("m.onnx", 3, (), 2, (Unchecked("add", "Add", "shapes unknown"),))
+        >>> r.coverage()
+        '1 of 2 broadcasting nodes not checked: add (Add): shapes unknown'
+        """
+        if not self.unchecked:
+            return None
+        first = self.unchecked[0]
+        more = f" (and {len(self.unchecked) - 1} more)" if len(self.unchecked) > 1 else ""
+        return (
+            f"{len(self.unchecked)} of {self.broadcasting} broadcasting nodes not checked: "
+            f"{first.node} ({first.op}): {first.reason}{more}"
+        )
+
     def to_json(self) -> dict[str, object]:
         """Return the report as plain JSON data, as ``bcast check --json`` lists each model."""
         return {
             "path": self.path,
             "nodes": self.nodes,
             "findings": [f.to_json() for f in self.findings],
+            "coverage": {
+                "broadcasting_nodes": self.broadcasting,
+                "unchecked": [
+                    {"node": u.node, "op": u.op, "reason": u.reason} for u in self.unchecked
+                ],
+            },
             "error": None,
         }
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bcast.core.conditions import conditions, is_open
+from bcast.core.conditions import conditions, is_open, symbols_at
 from bcast.core.errors import BroadcastError, show_bytes
 from bcast.core.modes import Mode
 from bcast.core.picture import format_alignment
 from bcast.core.planning import plan
-from bcast.core.plans import Plan
 from bcast.core.shape import Shape
 from bcast.models.graph import Finding, Graph, Node, Rule, Severity
+from bcast.models.pictures import error_picture, operand_label, upper_size
 
 __all__ = ["check_node"]
 
@@ -133,7 +133,7 @@ def _apply(
     ``roles`` names the operands in the rule's message (``X`` and ``slope`` for PRelu, not
     the rule's ``A`` and ``B``), so that the reason speaks the operator's words.
     """
-    names = [_label(name, i) for i, (name, _) in enumerate(operands)]
+    names = [operand_label(name, i) for i, (name, _) in enumerate(operands)]
     shapes = [shape for _, shape in operands]
     try:
         p = plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping, labels=roles)
@@ -146,7 +146,7 @@ def _apply(
                 mode,
                 err.axis,
                 context + err.reason,
-                _error_picture(err, names, shapes),
+                error_picture(err, names, shapes),
             )
         return None
     if not report:
@@ -156,7 +156,10 @@ def _apply(
         picture = format_alignment(
             p.shapes, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis
         )
-        invented = _only_invented(p, out_axis, ctx.graph.invented_dims)
+        named = symbols_at(p, out_axis)
+        # Only names the reader made up (an IR's input dims): a relation between inputs the
+        # user could not have named otherwise, told as info, not a latent bug.
+        invented = bool(named) and named <= ctx.graph.invented_dims
         ctx.add(
             Severity.INFO if invented else Severity.WARNING,
             "conditional",
@@ -167,44 +170,6 @@ def _apply(
             picture,
         )
     return p.output
-
-
-def _only_invented(p: Plan, out_axis: int, invented: frozenset[str]) -> bool:
-    """Tell whether every symbol at ``out_axis`` is one the reader invented, none the user's.
-
-    An IR names no dims: its reader names each input dim (``input_ids.1``). A condition that
-    relates only such names (two inputs' dims must be equal) is a fact about the inputs the
-    user could not have named otherwise, not a latent bug: it is told, as info.
-    """
-    if not invented:
-        return False
-    found = False
-    for shape, axes in zip(p.shapes, p.alignment, strict=True):
-        if axes is None or shape.rank is None:
-            continue
-        for dim, axis in zip(shape.dims, axes, strict=True):
-            if axis == out_axis and dim.name is not None:
-                if dim.name not in invented:
-                    return False
-                found = True
-    return found
-
-
-def _label(name: str, index: int) -> str:
-    text = name or f"#{index}"
-    return text if len(text) <= 24 else text[:11] + "…" + text[-12:]
-
-
-def _error_picture(err: BroadcastError, names: Sequence[str], shapes: Sequence[Shape]) -> list[str]:
-    if err.alignment is not None and err.out_rank is not None and len(err.shapes) == len(names):
-        return format_alignment(
-            err.shapes, err.alignment, err.out_rank, labels=names, mark_axis=err.axis
-        )
-    width = max((len(n) for n in names), default=0)
-    return [f"{n.ljust(width)}  {s}" for n, s in zip(names, shapes, strict=True)]
-
-
-# -- the rules, node by node ---------------------------------------------------------------
 
 
 def _check_elementwise(ctx: _Context) -> Shape | None:
@@ -437,7 +402,7 @@ def _one_against_zero_note(ctx: _Context, operands: Sequence[tuple[str, Shape]],
     placed = p.alignment[1] or ()
     for dim, out_axis in zip(b.dims, placed, strict=True):
         if out_axis is not None and dim == 1 and a.dims[out_axis] == 0:
-            names = [_label(n, i) for i, (n, _) in enumerate(operands)]
+            names = [operand_label(n, i) for i, (n, _) in enumerate(operands)]
             ctx.add(
                 Severity.WARNING,
                 "pdpd-one-against-zero",
@@ -460,7 +425,7 @@ def _trailing_ones_note(ctx: _Context, operands: Sequence[tuple[str, Shape]], ax
         return
     if axis < 0 or axis + b.rank <= a.rank:
         return
-    names = [_label(n, i) for i, (n, _) in enumerate(operands)]
+    names = [operand_label(n, i) for i, (n, _) in enumerate(operands)]
     p = plan(a, b, mode=Mode.PDPD, axis=axis)
     ctx.add(
         Severity.WARNING,
@@ -478,17 +443,6 @@ def _trailing_ones_note(ctx: _Context, operands: Sequence[tuple[str, Shape]], ax
 # -- sizes ---------------------------------------------------------------------------------
 
 
-def _upper_size(shape: Shape) -> int | None:
-    if shape.rank is None:
-        return None
-    total = 1
-    for d in shape.dims:
-        if d.hi is None:
-            return None
-        total *= d.hi
-    return total
-
-
 def _size_note(
     ctx: _Context,
     out: Shape | None,
@@ -498,11 +452,11 @@ def _size_note(
 ) -> None:
     if out is None:
         return
-    upper = _upper_size(out)
+    upper = upper_size(out)
     if upper is None or upper <= ctx.max_elements:
         return
     if not materializing:
-        biggest = [_upper_size(s) for _, s in operands]
+        biggest = [upper_size(s) for _, s in operands]
         if any(s is None or s >= upper for s in biggest):
             return  # the output is no bigger than an input: not a broadcasting blow-up
     count = f"{upper:,} elements" if out.is_static else f"up to {upper:,} elements"

@@ -31,21 +31,19 @@ Examples
 from __future__ import annotations
 
 import functools
-import itertools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-import numpy as np
 import onnx
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
-from onnx import numpy_helper
 
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
-from bcast.onnx._integrity import check_integrity, graphs
+from bcast.onnx._integrity import check_integrity
+from bcast.onnx.inference import infer, infer_with_claims
 from bcast.onnx.protos import (
     DEFAULT_DOMAINS,
     attribute,
@@ -55,6 +53,7 @@ from bcast.onnx.protos import (
     shape_of,
     tensor_ints,
 )
+from bcast.onnx.refine import better_shapes, elem_types, with_shapes
 
 __all__ = ["MULTIDIRECTIONAL_OPS", "load_model", "read_onnx"]
 
@@ -71,7 +70,7 @@ _SAME_SHAPE_BEFORE_8: Final = frozenset({"Max", "Min", "Sum", "Mean"})  # opsets
 _NORMALIZATION: Final = frozenset({"LayerNormalization", "RMSNormalization"})
 _MAX_DEPTH: Final = 16  # nested bodies and function calls
 _MAX_CALLS: Final = 2000  # function bodies read per model (each costs an inference run)
-_PROBE: Final = "bcast::probe"  # not a name exporters write: ':' is rare, '::' rarer
+_REFINE_ROUNDS: Final = 3  # rounds of ONNX inference fed with what bcast knows
 
 _Opsets = Mapping[str, int]
 _FunctionKey = tuple[str, str, str]
@@ -129,58 +128,6 @@ def load_model(path: str) -> onnx.ModelProto:
     return model
 
 
-# -- ONNX shape inference, with probes for computed Expand targets --------------------------
-
-
-def _infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, str]]:
-    """Run ONNX's shape inference; also return ``{target: probe}`` for Expand targets.
-
-    ONNX propagates the values of shape tensors (``data_prop=True``) but keeps them to
-    itself. A probe ``Expand(scalar, target)`` makes them visible: its inferred output
-    shape is the target's value, symbols included. The probes are removed again before
-    this returns; the model is left as it came.
-    """
-    probes: dict[str, str] = {}
-    added: list[tuple[onnx.GraphProto, int]] = []
-    counter = itertools.count()
-    if read_opsets(model.opset_import).get("", 0) >= 8:  # Expand exists from opset 8
-        for graph in list(graphs(model.graph)):
-            size = len(graph.node)
-            if _add_probes(graph, probes, counter):
-                added.append((graph, size))
-    try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True), probes
-    except Exception:  # any failure of the peer means "no peer shapes"
-        return None, probes
-    finally:
-        for graph, size in added:
-            del graph.node[size:]
-
-
-def _add_probes(graph: onnx.GraphProto, probes: dict[str, str], counter: Iterator[int]) -> bool:
-    known = {t.name for t in graph.initializer}
-    known.update(n.output[0] for n in graph.node if n.op_type == "Constant" and n.output)
-    wanted = [
-        n.input[1]
-        for n in graph.node
-        if n.op_type == "Expand"
-        and n.domain in DEFAULT_DOMAINS
-        and len(n.input) > 1
-        and n.input[1]
-        and n.input[1] not in known
-        and n.input[1] not in probes
-    ]
-    if not wanted:
-        return False
-    scalar = f"{_PROBE}{next(counter)}"
-    zero = numpy_helper.from_array(np.zeros((), np.float32))
-    graph.node.append(onnx.helper.make_node("Constant", [], [scalar], value=zero))
-    for target in dict.fromkeys(wanted):
-        probes[target] = f"{_PROBE}{next(counter)}"
-        graph.node.append(onnx.helper.make_node("Expand", [scalar, target], [probes[target]]))
-    return True
-
-
 # -- reading graphs ----------------------------------------------------------------------
 
 
@@ -198,10 +145,25 @@ class _Reader:
         self.inferred: dict[tuple[object, ...], _Inferred] = {}  # by function and input types
 
     def read(self) -> Graph:
-        inferred, probes = _infer(self.model)
-        peer = inferred.graph if inferred is not None else None
         opsets = read_opsets(self.model.opset_import)
-        return self.graph(self.model.graph, peer, probes, opsets, _Scope(), 0)
+        main = self.model.graph
+        original = list(main.value_info)
+        seeded: set[str] = set()
+        try:
+            for round_ in range(_REFINE_ROUNDS + 1):
+                inferred, probes = infer_with_claims(self.model, seeded)
+                peer = inferred.graph if inferred is not None else None
+                graph = self.graph(main, peer, probes, opsets, _Scope(), 0)
+                better = better_shapes(main, graph, refine=round_ < _REFINE_ROUNDS)
+                if not better:
+                    break
+                # ONNX's inference goes on from what bcast knows (see bcast.onnx.refine).
+                with_shapes(main, better, elem_types(main, peer))
+                seeded.update(better)
+            return graph
+        finally:  # the model is left as it came
+            del main.value_info[:]
+            main.value_info.extend(original)
 
     def graph(
         self,
@@ -359,7 +321,7 @@ class _Reader:
                 functions=self.model.functions,
                 graph=body,
             )
-            self.inferred[signature] = (model, *_infer(model))
+            self.inferred[signature] = (model, *infer(model))
         model, inferred, probes = self.inferred[signature]
         name = f"{node.name}/{function.name}"
         sub_scope = _Scope(name + "/", params=scope.params, stack=(*scope.stack, key))

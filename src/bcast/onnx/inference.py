@@ -1,0 +1,128 @@
+"""ONNX's shape inference as the reader runs it: probes for shape values, facts before claims.
+
+`infer` runs ``onnx.shape_inference`` with data propagation and makes the propagated values
+of Expand targets visible (probes); `infer_with_claims` runs it on the weights' facts first,
+and takes from the file's own ``value_info`` only what the facts leave unknown.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Set
+from typing import Final
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from bcast.onnx._integrity import graphs
+from bcast.onnx.protos import DEFAULT_DOMAINS, read_opsets
+
+__all__ = ["infer", "infer_with_claims"]
+
+_PROBE: Final = "bcast::probe"  # not a name exporters write: ':' is rare, '::' rarer
+_UNK: Final = re.compile(r"unk__\d+")  # names ONNX inference invents
+
+
+def infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, str]]:
+    """Run ONNX's shape inference; also return ``{target: probe}`` for Expand targets.
+
+    ONNX propagates the values of shape tensors (``data_prop=True``) but keeps them to
+    itself. A probe ``Expand(scalar, target)`` makes them visible: its inferred output
+    shape is the target's value, symbols included. The probes are removed again before
+    this returns; the model is left as it came.
+    """
+    probes: dict[str, str] = {}
+    added: list[tuple[onnx.GraphProto, int]] = []
+    counter = itertools.count()
+    if read_opsets(model.opset_import).get("", 0) >= 8:  # Expand exists from opset 8
+        for graph in list(graphs(model.graph)):
+            size = len(graph.node)
+            if _add_probes(graph, probes, counter):
+                added.append((graph, size))
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True), probes
+    except Exception:  # any failure of the peer means "no peer shapes"
+        return None, probes
+    finally:
+        for graph, size in added:
+            del graph.node[size:]
+
+
+def infer_with_claims(
+    model: onnx.ModelProto, known: Set[str] = frozenset()
+) -> tuple[onnx.ModelProto | None, dict[str, str]]:
+    """Run `_infer` on the weights' facts, keeping what only the file's claims know.
+
+    The main graph's ``value_info`` (an exporter's claims) is set aside for one run, but for
+    the entries named in ``known`` (bcast's own, from an earlier round): ONNX then derives
+    the shapes from the inputs and the weights. Where the claims know more (symbols, an
+    exporter's expressions), they are merged in: a claim never overrides a static fact.
+    """
+    everything = list(model.graph.value_info)
+    claims = [v for v in everything if v.name not in known]
+    if not claims:
+        return infer(model)
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(v for v in everything if v.name in known)
+    try:
+        facts, probes = infer(model)
+    finally:
+        del model.graph.value_info[:]
+        model.graph.value_info.extend(everything)
+    if facts is None:
+        return infer(model)
+    derived = {v.name: v for v in facts.graph.value_info}
+    for claim in claims:
+        if not claim.type.HasField("tensor_type"):
+            continue
+        fact = derived.get(claim.name)
+        if fact is None:
+            facts.graph.value_info.append(claim)
+        else:
+            _merge_claim(fact.type.tensor_type, claim.type.tensor_type)
+    return facts, probes
+
+
+def _merge_claim(fact: onnx.TypeProto.Tensor, claim: onnx.TypeProto.Tensor) -> None:
+    """Fill the dims the facts leave unknown from the claim's (as `merge_claims` does)."""
+    if not fact.elem_type:
+        fact.elem_type = claim.elem_type
+    if not claim.HasField("shape"):
+        return
+    if not fact.HasField("shape") or len(fact.shape.dim) != len(claim.shape.dim):
+        if not fact.HasField("shape"):
+            fact.shape.CopyFrom(claim.shape)
+        return
+    for mine, theirs in zip(fact.shape.dim, claim.shape.dim, strict=True):
+        if mine.HasField("dim_value"):
+            continue  # a static fact: a claim never overrides it
+        if theirs.HasField("dim_value") or (
+            theirs.HasField("dim_param") and not _UNK.fullmatch(theirs.dim_param)
+        ):
+            mine.CopyFrom(theirs)
+
+
+def _add_probes(graph: onnx.GraphProto, probes: dict[str, str], counter: Iterator[int]) -> bool:
+    known = {t.name for t in graph.initializer}
+    known.update(n.output[0] for n in graph.node if n.op_type == "Constant" and n.output)
+    wanted = [
+        n.input[1]
+        for n in graph.node
+        if n.op_type == "Expand"
+        and n.domain in DEFAULT_DOMAINS
+        and len(n.input) > 1
+        and n.input[1]
+        and n.input[1] not in known
+        and n.input[1] not in probes
+    ]
+    if not wanted:
+        return False
+    scalar = f"{_PROBE}{next(counter)}"
+    zero = numpy_helper.from_array(np.zeros((), np.float32))
+    graph.node.append(onnx.helper.make_node("Constant", [], [scalar], value=zero))
+    for target in dict.fromkeys(wanted):
+        probes[target] = f"{_PROBE}{next(counter)}"
+        graph.node.append(onnx.helper.make_node("Expand", [scalar, target], [probes[target]]))
+    return True

@@ -1,0 +1,231 @@
+"""The values of small shape tensors, where ONNX's data propagation stops.
+
+Exporters compute Expand and Reshape targets from shapes: ``Shape → Gather → Concat``, and
+PyTorch's ``expand(batch, -1, -1)`` as ``Where(Equal(target, -1), ones, target)``. ONNX's
+data propagation knows the first chain but not ``Equal``, ``Where`` or
+``ConstantOfShape``, so the target stays unknown. `shape_tensor_values` evaluates these
+chains itself, element by element: an element is an int, or a `Dim` (a symbol for a dim of
+unknown value, which is never negative). Anything it cannot decide stays unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from bcast.core.dim import Dim
+from bcast.core.shape import Shape
+from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
+
+__all__ = ["Value", "shape_tensor_values"]
+
+Element = int | Dim | bool
+Value = tuple[Element, ...]
+"""A 1-D (or 0-D, as one element) integer tensor: its elements."""
+
+_MAX_ELEMENTS: Final = 64
+
+
+def _static(e: Element) -> int | None:
+    if isinstance(e, bool):
+        return int(e)
+    if isinstance(e, int):
+        return e
+    return e.lo if e.is_static else None
+
+
+def _normal(e: Element) -> Element:
+    """Write a static Dim as its int."""
+    if isinstance(e, Dim) and e.is_static:
+        return e.lo
+    return e
+
+
+def _arith(op: str) -> Callable[[Element, Element], Element | None]:
+    def apply(a: Element, b: Element) -> Element | None:
+        x, y = _static(a), _static(b)
+        if x is not None and y is not None:
+            if op == "Add":
+                return x + y
+            if op == "Sub":
+                return x - y
+            if op == "Mul":
+                return x * y
+            return None if y == 0 else int(np.trunc(x / y))
+        # A symbol times 1, plus 0: itself.
+        if op == "Mul" and (x == 1 or y == 1):
+            return b if x == 1 else a
+        if op in ("Add", "Sub") and y == 0:
+            return a
+        return None
+
+    return apply
+
+
+def _equal(a: Element, b: Element) -> Element | None:
+    x, y = _static(a), _static(b)
+    if x is not None and y is not None:
+        return x == y
+    other = x if x is not None else y
+    if other is not None and other < 0:
+        return False  # a dim is never negative
+    if isinstance(a, Dim) and isinstance(b, Dim) and a.name is not None and a == b:
+        return True
+    return None
+
+
+def _broadcast(values: Sequence[Value]) -> list[Value] | None:
+    size = max(len(v) for v in values)
+    if any(len(v) not in (1, size) for v in values):
+        return None
+    return [v * size if len(v) == 1 else v for v in values]
+
+
+def _elementwise(values: Sequence[Value], fn: Callable[..., Element | None]) -> Value | None:
+    spread = _broadcast(values)
+    if spread is None:
+        return None
+    out = []
+    for items in zip(*spread, strict=True):
+        result = fn(*items)
+        if result is None:
+            return None
+        out.append(_normal(result))
+    return tuple(out)
+
+
+def _where(c: Element, a: Element, b: Element) -> Element | None:
+    return a if c else b
+
+
+def _ints(tensor: onnx.TensorProto) -> Value | None:
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return None
+    count = int(np.prod(tensor.dims)) if tensor.dims else 1
+    if count > _MAX_ELEMENTS or len(tensor.dims) > 1:
+        return None
+    try:
+        array = np.asarray(numpy_helper.to_array(tensor)).reshape(-1)
+    except (ValueError, TypeError, RuntimeError):
+        return None
+    if array.dtype.kind == "b":
+        return tuple(bool(v) for v in array)
+    if array.dtype.kind not in "iu":
+        return None
+    return tuple(int(v) for v in array)
+
+
+def shape_tensor_values(
+    proto: onnx.GraphProto, shapes: Mapping[str, Shape], known: Mapping[str, Value]
+) -> dict[str, Value]:
+    """Evaluate the small integer tensors of ``proto`` that shapes and constants decide.
+
+    Parameters
+    ----------
+    proto : onnx.GraphProto
+        The graph, nodes in file order (a producer before its users, as ONNX requires).
+    shapes : mapping of str to Shape
+        The shapes of the graph's values (what ``Shape`` reads).
+    known : mapping of str to tuple
+        Values known already (initializers, constants).
+
+    Returns
+    -------
+    dict of str to tuple
+        Every value evaluated, ``known`` included.
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> g = helper.make_graph(
+    ...     [helper.make_node("Shape", ["x"], ["s"]),
+    ...      helper.make_node("Equal", ["s", "m1"], ["e"]),
+    ...      helper.make_node("Where", ["e", "one", "s"], ["t"])], "g", [], [])
+    >>> v = shape_tensor_values(g, {"x": Shape.parse("[N,3]")}, {"m1": (-1,), "one": (1,)})
+    >>> [str(e) for e in v["t"]]
+    ['N', '3']
+    """
+    values: dict[str, Value] = dict(known)
+    for node in proto.node:
+        if node.domain not in DEFAULT_DOMAINS or not node.output or not node.output[0]:
+            continue
+        try:
+            found = _evaluate(node, values, shapes)
+        except (IndexError, ValueError, TypeError, OverflowError):
+            found = None
+        if found is not None and len(found) <= _MAX_ELEMENTS:
+            values[node.output[0]] = found
+    return values
+
+
+def _evaluate(
+    node: onnx.NodeProto, values: Mapping[str, Value], shapes: Mapping[str, Shape]
+) -> Value | None:
+    op = node.op_type
+    ins = [values.get(name) for name in node.input]
+    if op == "Constant":
+        tensor = attribute(node, "value", None)
+        if isinstance(tensor, onnx.TensorProto):
+            return _ints(tensor)
+        ints = attribute(node, "value_ints", None)
+        return tuple(int(i) for i in ints) if ints is not None else None
+    if op == "Shape":
+        shape = shapes.get(node.input[0])
+        if shape is None or shape.rank is None:
+            return None
+        dims = shape.dims
+        start, end = int(attribute(node, "start", 0)), attribute(node, "end", None)
+        return tuple(_normal(d) for d in dims[start : None if end is None else int(end)])
+    if op == "ConstantOfShape":
+        size = ins[0]
+        tensor = attribute(node, "value", None)
+        fill = _ints(tensor) if isinstance(tensor, onnx.TensorProto) else (0,)
+        if size is None or len(size) != 1 or fill is None or _static(size[0]) is None:
+            return None
+        return fill * int(_static(size[0]) or 0)
+    if any(v is None for v in ins[:1]):
+        return None
+    first: Value = ins[0] or ()
+    if op in ("Identity", "Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten"):
+        return first
+    if op == "Concat":
+        if any(v is None for v in ins):
+            return None
+        return tuple(e for v in ins for e in (v or ()))
+    if op == "Gather":
+        indices = ins[1] if len(ins) > 1 else None
+        if indices is None:
+            return None
+        picked = [first[_static(i) or 0] for i in indices]
+        return tuple(picked)
+    if op == "Slice":
+        return _slice(first, ins[1:], len(node.input))
+    if op in ("Add", "Sub", "Mul", "Div"):
+        if len(ins) < 2 or ins[1] is None:
+            return None
+        return _elementwise([first, ins[1]], _arith(op))
+    if op == "Equal":
+        if len(ins) < 2 or ins[1] is None:
+            return None
+        return _elementwise([first, ins[1]], _equal)
+    if op == "Where":
+        if len(ins) < 3 or ins[1] is None or ins[2] is None:
+            return None
+        return _elementwise([first, ins[1], ins[2]], _where)
+    return None
+
+
+def _slice(data: Value, rest: Sequence[Value | None], count: int) -> Value | None:
+    if count < 3 or rest[0] is None or rest[1] is None:
+        return None
+    if count > 3 and rest[2] not in (None, (0,), (-1,)):
+        return None  # another axis than the only one a 1-D value has
+    start, end = _static(rest[0][0]), _static(rest[1][0])
+    step = _static(rest[3][0]) if count > 4 and rest[3] is not None else 1
+    if start is None or end is None or not step:
+        return None
+    return tuple(data[slice(start, min(end, 2**31), step)])
