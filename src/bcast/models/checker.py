@@ -131,7 +131,7 @@ def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> 
     >>> str(propagate_shapes(g)["z"]), str(propagate_shapes(g, dims={"N": 5})["z"])
     ('[N,3]', '[5,3]')
     """
-    _, values = _walk(graph, dict(dims or {}), DEFAULT_MAX_ELEMENTS, None)
+    _, values = _walk(graph, dict(dims or {}), DEFAULT_MAX_ELEMENTS, None, quiet=True)
     return values
 
 
@@ -167,6 +167,7 @@ def _walk(
     inputs: Mapping[str, Shape] | None = None,
     *,
     unchecked: list[Unchecked] | None = None,
+    quiet: bool = False,
 ) -> tuple[list[Finding], dict[str, Shape]]:
     """Check ``graph``'s nodes, then the bodies they run.
 
@@ -190,7 +191,9 @@ def _walk(
                     producers = {o: n for n in graph.nodes for o in n.outputs if o}
                     why = _why_unknown(lost[0], producers, values)
                     unchecked.append(Unchecked(node.name, node.op, why))
-            result, found = check_node(node, graph, values, max_elements, targets=targets)
+            result, found = check_node(
+                node, graph, values, max_elements, targets=targets, quiet=quiet
+            )
             findings.extend(found)
             if result is not None:
                 if graph.declared and peer:
@@ -203,8 +206,9 @@ def _walk(
         if ticks is not None:
             next(ticks, None)
     # Bodies last: they may read any value of this graph (outer scope), not only the
-    # owner's declared inputs, so every value is propagated first.
-    for sub in nested:
+    # owner's declared inputs, so every value is propagated first. Their findings are all
+    # they give: shape propagation (quiet) leaves them.
+    for sub in [] if quiet else nested:
         bindings = {}
         for name, source in sub.bindings:
             shape = values.get(source)

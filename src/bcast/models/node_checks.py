@@ -31,6 +31,7 @@ class _Context:
     max_elements: int
     targets: Mapping[str, Shape]
     findings: list[Finding] = field(default_factory=list)
+    quiet: bool = False  # shapes only: no findings, no conditions, no pictures
 
     def shape(self, index: int) -> Shape:
         names = self.node.inputs
@@ -52,6 +53,8 @@ class _Context:
         reason: str,
         picture: Sequence[str] = (),
     ) -> None:
+        if self.quiet:
+            return
         self.findings.append(
             Finding(
                 severity,
@@ -77,15 +80,17 @@ def check_node(
     max_elements: int,
     *,
     targets: Mapping[str, Shape] | None = None,
+    quiet: bool = False,
 ) -> tuple[Shape | None, list[Finding]]:
     """Check one broadcasting node; return its output shape (None: not decided) and findings.
 
     ``values`` holds the shapes propagated so far; the node's inputs are read from it.
     ``targets`` holds the values of shape tensors computed in the graph (symbols bound),
     for Expand targets that are not constants; it defaults to ``graph.shape_values``.
+    ``quiet`` computes the output shape only (no findings): shape propagation's mode.
     """
     shape_values = graph.shape_values if targets is None else targets
-    ctx = _Context(node, graph, values, max_elements, shape_values)
+    ctx = _Context(node, graph, values, max_elements, shape_values, quiet=quiet)
     return _dispatch(ctx), ctx.findings
 
 
@@ -133,8 +138,13 @@ def _apply(
     ``roles`` names the operands in the rule's message (``X`` and ``slope`` for PRelu, not
     the rule's ``A`` and ``B``), so that the reason speaks the operator's words.
     """
-    names = [operand_label(name, i) for i, (name, _) in enumerate(operands)]
     shapes = [shape for _, shape in operands]
+    if ctx.quiet:
+        try:
+            return plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping).output
+        except BroadcastError:
+            return None
+    names = [operand_label(name, i) for i, (name, _) in enumerate(operands)]
     try:
         p = plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping, labels=roles)
     except BroadcastError as err:

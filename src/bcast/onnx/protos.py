@@ -32,6 +32,7 @@ __all__ = [
 DEFAULT_DOMAINS: Final = frozenset({"", "ai.onnx"})
 _MAX_CONSTANT: Final = 64  # elements: shape-like constants only
 _UNK: Final = re.compile(r"unk__\d+")
+_SHAPES: dict[tuple[object, int], tuple[set[str] | frozenset[str], Shape]] = {}
 _BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
 
 
@@ -81,15 +82,32 @@ def shape_of(info: onnx.ValueInfoProto, params: set[str] | frozenset[str]) -> Sh
     tensor = info.type.tensor_type
     if not tensor.HasField("shape"):
         return Shape.dynamic()
-    dims: list[Dim] = []
+    key: list[int | str | None] = []
     for dim in tensor.shape.dim:
         if dim.HasField("dim_value") and dim.dim_value >= 0:
-            dims.append(Dim.static(int(dim.dim_value)))
+            key.append(int(dim.dim_value))
         elif dim.HasField("dim_param") and dim.dim_param:
-            dims.append(symbol(dim.dim_param, params))
+            key.append(dim.dim_param)
         else:
-            dims.append(Dim.unknown())
-    return Shape(dims)
+            key.append(None)
+    return _shape_of_dims(tuple(key), params)
+
+
+def _shape_of_dims(key: tuple[int | str | None, ...], params: set[str] | frozenset[str]) -> Shape:
+    """Build (and remember, for a large graph's thousands of equal shapes) a declared shape."""
+    cache_key = (key, id(params))
+    found = _SHAPES.get(cache_key)
+    if found is not None and found[0] is params:
+        return found[1]
+    dims = [
+        Dim.static(d) if isinstance(d, int) else Dim.unknown() if d is None else symbol(d, params)
+        for d in key
+    ]
+    shape = Shape(dims)
+    if len(_SHAPES) >= 4096:
+        _SHAPES.clear()
+    _SHAPES[cache_key] = (params, shape)
+    return shape
 
 
 def attribute(proto: onnx.NodeProto, name: str, default: Any) -> Any:

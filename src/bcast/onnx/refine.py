@@ -140,6 +140,15 @@ def _ml_shapes(proto: onnx.NodeProto, inputs: Sequence[Shape]) -> list[Shape] | 
     return None
 
 
+def _anything_unknown(graph: Graph) -> bool:
+    """Tell whether ONNX's inference left any node output of unknown rank or with a ``?``."""
+    return any(
+        shape.rank is None or any(not _informative(d) for d in shape.dims)
+        for node in graph.nodes
+        for shape in node.output_shapes
+    )
+
+
 def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict[str, Shape]:
     """Return the values whose shapes bcast knows better than ONNX's inference said.
 
@@ -149,11 +158,14 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
     broadcasting nodes get bcast's own results (`propagate_shapes`), ``ai.onnx.ml`` nodes
     their definitions' shapes, Reshape its resolved ``-1``.
     """
+    if not _anything_unknown(graph):
+        return {}  # ONNX's inference knew every shape: nothing to refine, nothing to evaluate
     try:
         shapes = propagate_shapes(graph)
     except ModelError:  # a cycle: the checker reports it, with the model's path
         return {}
     tensors = shape_tensor_values(proto, shapes, graph.constants)
+    before = dict(graph.shape_values)
     for name, value in tensors.items():
         if name in graph.constants:
             continue
@@ -166,7 +178,7 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
                 graph.shape_values[name] = more_precise(evaluated, theirs) or theirs
     if not refine:
         return {}
-    values = propagate_shapes(graph)
+    values = shapes if graph.shape_values == before else propagate_shapes(graph)
     found: dict[str, Shape] = {}
     for node, node_proto in zip(graph.nodes, proto.node, strict=True):
         inputs = [values.get(name, Shape.dynamic()) for name in node_proto.input]
