@@ -139,3 +139,22 @@ def test_ir_prelu_whose_slope_fits_no_channel_count_is_an_error_openvino_rejects
     assert run.results["bcast"].error is not None
     assert run.results["openvino"].error is not None
     assert run.comparisons["openvino"].agree  # both reject it
+
+
+def test_ir_prelu_slope_larger_than_x_is_an_error_where_openvino_reads_part_of_it(
+    tmp_path: Path,
+) -> None:
+    # X [3], slope [2,3]: the output is X's shape, so no rule fits the slope into it. OpenVINO
+    # loads and runs it: its CPU plugin uses the slope's first row and ignores the rest.
+    ov = pytest.importorskip("openvino")
+    from bcast.openvino.verify import verify_ir
+
+    path, values = _prelu_ir(tmp_path / "prelu.xml", [3], [2, 3])
+    data = -np.ones(3, np.float32)
+    theirs = ov.Core().compile_model(path, "CPU")([data])[0]
+    np.testing.assert_allclose(theirs, data * values[0], rtol=1e-6)
+    (finding,) = bcast.check(path).findings
+    assert (finding.severity.value, finding.kind) == ("error", "unidirectional")
+    (run,) = verify_ir(path).nodes
+    assert run.results["bcast"].error is not None
+    assert not run.comparisons["openvino"].agree
