@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -225,6 +226,21 @@ def test_broadcast_arrays_numpy_matches_np_broadcast_arrays(shapes) -> None:
         assert not a.flags.writeable
         if x.size and a.size:
             assert np.shares_memory(a, x)
+
+
+def test_broadcast_arrays_are_read_only_where_numpy_returns_writeable_views() -> None:
+    # NumPy's test_stride_tricks.py::test_writeable: np.broadcast_arrays gives writeable
+    # views (writing is deprecated, not forbidden). bcast's are read-only, as broadcast_to's.
+    x, y = np.ones((2, 1)), np.arange(3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # NumPy warns on reading the flag
+        theirs = [view.flags.writeable for view in np.broadcast_arrays(x, y)]
+    assert theirs == [True, True]
+    ours = bcast.broadcast_arrays(x, y)
+    assert [view.flags.writeable for view in ours] == [False, False]
+    with pytest.raises(ValueError, match="read-only"):
+        ours[1][0, 0] = 5.0
+    assert y[0] == 0.0
 
 
 def test_broadcast_arrays_of_nothing_is_empty() -> None:

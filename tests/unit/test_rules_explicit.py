@@ -155,3 +155,32 @@ def test_explicit_validates_the_mapping_when_data_rank_is_unknown_unlike_openvin
     with pytest.raises(BroadcastError, match=fragment) as excinfo:
         _explicit("[...]", "[2,3]", mapping)
     assert excinfo.value.kind == "parameter"
+
+
+@pytest.mark.parametrize(
+    ("length", "mapping", "openvino", "fragment"),
+    [
+        pytest.param(None, [0, 2, 1], "[...]", "strictly increasing", id="unknown-length-order"),
+        pytest.param(None, [0, 0, 1], "[...]", "strictly increasing", id="unknown-length-dup"),
+        pytest.param(4, [0, 2, 1], "[?,?,?,?]", "strictly increasing", id="length-4-order"),
+        pytest.param(4, [0, 1, 5], "[?,?,?,?]", "below the target rank 4", id="length-4-range"),
+    ],
+)
+def test_explicit_validates_the_mapping_when_the_target_is_unknown_unlike_openvino(
+    length: int | None, mapping: list[int], openvino: str, fragment: str
+) -> None:
+    # OpenVINO skips the order and range checks of axes_mapping when the target shape is not
+    # a constant (only the count against rank(data) stays): data [?,?,?] with a target of
+    # unknown length gives [...], with a target of length 4 [?,?,?,?]. Run it to see.
+    np = pytest.importorskip("numpy")
+    ov = pytest.importorskip("openvino")
+    opset3 = ov.opset3
+    data = opset3.parameter([-1, -1, -1], np.float32)
+    target = opset3.parameter(ov.PartialShape([-1 if length is None else length]), np.int64)
+    axes = opset3.constant(np.array(mapping, np.int64))
+    node = opset3.broadcast(data, target, axes, "explicit")
+    assert str(node.get_output_partial_shape(0)) == openvino
+    shown = "[...]" if length is None else "[" + ",".join("?" * length) + "]"
+    with pytest.raises(BroadcastError, match=fragment) as excinfo:
+        _explicit("[?,?,?]", shown, mapping)
+    assert excinfo.value.kind == "parameter"

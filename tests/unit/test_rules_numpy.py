@@ -264,3 +264,22 @@ def test_unknown_rank_operand_does_not_hide_a_conflict_between_known_operands(
     with pytest.raises(BroadcastError, match="cannot broadcast") as excinfo:
         _run(shapes, order)
     assert excinfo.value.axis == axis
+
+
+def test_select_output_takes_no_operands_symbol_where_openvino_keeps_the_conditions() -> None:
+    # OpenVINO's Select (numpy) gives its output the condition's symbol: cond [A], then [B],
+    # else [C] gives [A], though A may be 1 while B = C = 5 (the result is then 5). Its binary
+    # ops drop differing symbols; this is Select's own. bcast (numpy rule, n-ary): [?].
+    ov = pytest.importorskip("openvino")
+    a, b, c = ov.Symbol(), ov.Symbol(), ov.Symbol()
+
+    def param(symbol: object, dtype: type) -> object:
+        dim = ov.Dimension(-1)
+        dim.set_symbol(symbol)
+        return ov.opset1.parameter(ov.PartialShape([dim]), dtype)
+
+    node = ov.opset1.select(param(a, np.bool_), param(b, np.float32), param(c, np.float32))
+    assert node.get_output_partial_shape(0)[0].get_symbol() == a
+    add = ov.opset1.add(param(b, np.float32), param(c, np.float32))
+    assert not add.get_output_partial_shape(0)[0].has_symbol()
+    assert bcast.broadcast_shapes("[A]", "[B]", "[C]") == Shape.parse("[?]")

@@ -276,3 +276,27 @@ def test_pdpd_rejects_an_invalid_axis_even_with_unknown_rank_where_openvino_retu
     with pytest.raises(BroadcastError, match="axis") as excinfo:
         _pdpd(a, b, axis)
     assert excinfo.value.kind == "parameter"
+
+
+@pytest.mark.parametrize(("else_", "expected"), [("B", "[B]"), ("C", "[B]")])
+def test_select_pdpd_output_keeps_thens_symbol_where_openvino_takes_the_conditions(
+    else_: str, expected: str
+) -> None:
+    # OpenVINO Select pdpd: 'else' goes into 'then', then 'cond' into the result; cond [A],
+    # then [B] gives OpenVINO's output A's symbol, whatever 'else' is. Unsound: A may be 1
+    # while B is 5, and the result is then 5. bcast (the two PDPD steps of the checker): B.
+    np = pytest.importorskip("numpy")
+    ov = pytest.importorskip("openvino")
+    symbols = {"A": ov.Symbol(), "B": ov.Symbol(), "C": ov.Symbol()}
+
+    def param(name: str, dtype: type) -> object:
+        dim = ov.Dimension(-1)
+        dim.set_symbol(symbols[name])
+        return ov.opset1.parameter(ov.PartialShape([dim]), dtype)
+
+    node = ov.opset1.select(
+        param("A", np.bool_), param("B", np.float32), param(else_, np.float32), "pdpd"
+    )
+    assert node.get_output_partial_shape(0)[0].get_symbol() == symbols["A"]
+    then_else = bcast.broadcast_shapes("[B]", f"[{else_}]", mode="pdpd")
+    assert bcast.broadcast_shapes(then_else, "[A]", mode="pdpd") == Shape.parse(expected)

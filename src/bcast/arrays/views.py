@@ -182,6 +182,15 @@ def broadcast_arrays(
     --------
     broadcast_to : one array onto a target shape.
 
+    Notes
+    -----
+    NumPy's ``np.broadcast_arrays`` returns *writeable* views (writing to them is
+    deprecated, not forbidden: a ``DeprecationWarning``, and reading the flag a
+    ``FutureWarning``); bcast's NumPy views are read-only, as ``np.broadcast_to``'s. A
+    write to a stretched axis lands on every element that shares the memory, which is
+    never what the caller means, and the views of `broadcast_to` and `broadcast_arrays`
+    should not differ. Write to a copy (``np.array(view)``).
+
     Examples
     --------
     >>> import bcast

@@ -57,6 +57,7 @@ class Rule(str, Enum):
     SELECT = "select"  # OpenVINO Select(cond, then, else)
     GEMM = "gemm"  # ONNX Gemm: C unidirectional to (M, N) (mode none: opset <= 6, broadcast=0)
     PRELU = "prelu"  # ONNX PRelu: slope unidirectional to X
+    PRELU_CHANNEL = "prelu-channel"  # OpenVINO PRelu: a 1-D slope per channel, else as ONNX
     NORMALIZATION = "normalization"  # ONNX LayerNormalization/RMSNormalization: scale, bias to X
     EXPAND = "expand"  # ONNX Expand: bidirectional with the target's values
     BROADCAST = "broadcast"  # OpenVINO Broadcast-1/-3 with a constant target

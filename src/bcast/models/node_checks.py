@@ -17,6 +17,7 @@ from bcast.core.modes import Mode
 from bcast.core.picture import format_alignment
 from bcast.core.planning import plan
 from bcast.core.shape import Shape
+from bcast.models.channel_checks import check_prelu_channel
 from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 from bcast.models.pictures import error_picture, operand_label, upper_size
 
@@ -70,9 +71,6 @@ class _Context:
         )
 
 
-# -- one function per rule -----------------------------------------------------------------
-
-
 def check_node(
     node: Node,
     graph: Graph,
@@ -111,6 +109,8 @@ def _dispatch(ctx: _Context) -> Shape | None:
         return _check_gemm(ctx)
     if rule is Rule.PRELU:
         return _check_prelu(ctx)
+    if rule is Rule.PRELU_CHANNEL:  # OpenVINO PRelu: bcast.models.channel_checks
+        return check_prelu_channel(node, ctx.operand(0), ctx.operand(1), ctx.findings)
     if rule is Rule.NORMALIZATION:
         return _check_normalization(ctx)
     if rule is Rule.EXPAND:

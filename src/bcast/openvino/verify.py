@@ -2,16 +2,17 @@
 
 `verify_ir` reads the IR (`bcast.openvino.reader`), propagates its shapes
 (`bcast.models.propagate_shapes`), and for every broadcasting node (the element-wise ops
-with ``auto_broadcast``, Select, Broadcast-1/-3 with a constant target) builds a model of
-that node alone (`bcast.openvino.runtime.run_node`): the same operator version and the same
-``<data>`` attributes as written in the file, an absent PDPD axis left absent (OpenVINO then
-reads 0), on concrete input shapes chosen as `bcast.onnx.verify` does. The node runs on
-random inputs in OpenVINO's CPU plugin and through `bcast.ops`, which reads an absent axis
-as the specification's -1. Every input but a Broadcast's target and ``axes_mapping`` is a
-parameter of the one-node model (an IR constant is replaced by random values of its shape).
-Nodes that cannot be run are skipped with a note, as in `bcast.onnx.verify`: an operator
-bcast lacks, no concrete shapes, or inputs and outputs over bcast's memory limit (checked
-before any input is drawn).
+with ``auto_broadcast``, Select, Broadcast-1/-3 with a constant target, PRelu) builds a
+model of that node alone (`bcast.openvino.runtime.run_node`): the same operator version and
+the same ``<data>`` attributes as written in the file, an absent PDPD axis left absent
+(OpenVINO then reads 0), on concrete input shapes chosen as `bcast.onnx.verify` does. The
+node runs on random inputs in OpenVINO's CPU plugin and through `bcast.ops`, which reads an
+absent axis as the specification's -1, and places PRelu's slope per channel where it fits
+(`bcast.core.channels.channel_plan`). Every input but a Broadcast's target and
+``axes_mapping`` is a parameter of the one-node model (an IR constant is replaced by random
+values of its shape). Nodes that cannot be run are skipped with a note, as in
+`bcast.onnx.verify`: an operator bcast lacks, no concrete shapes, or inputs and outputs over
+bcast's memory limit (checked before any input is drawn).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import numpy.typing as npt
 
 from bcast import ops
 from bcast.arrays.views import broadcast_arrays, broadcast_to
+from bcast.core.channels import channel_plan
+from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Graph, ModelError, Node, Rule, propagate_shapes
@@ -55,8 +58,8 @@ _BINARY: Final = {
 }  # fmt: skip
 """OpenVINO element-wise operators and the `bcast.ops` function of each."""
 _EXTREMA: Final = {"Maximum": "max", "Minimum": "min"}
-_SUPPORTED: Final = frozenset({*_BINARY, *_EXTREMA, "Select", "Broadcast"})
-_RULES: Final = frozenset({Rule.ELEMENTWISE, Rule.SELECT, Rule.BROADCAST})
+_SUPPORTED: Final = frozenset({*_BINARY, *_EXTREMA, "Select", "Broadcast", "PReLU", "PRelu"})
+_RULES: Final = frozenset({Rule.ELEMENTWISE, Rule.SELECT, Rule.BROADCAST, Rule.PRELU_CHANNEL})
 _LOGICAL: Final = frozenset({"LogicalAnd", "LogicalOr", "LogicalXor"})
 _INTEGERS: Final = {
     "I8": np.int8, "I16": np.int16, "I32": np.int32, "I64": np.int64,
@@ -152,11 +155,13 @@ def verify_ir(
         shown = tuple((n, Shape(a.shape)) for n, a in zip(node.inputs, arrays, strict=True))
         written = node.axis if node.mode is Mode.PDPD and node.axis_written else None
         attribute = "mode" if node.rule is Rule.BROADCAST else "auto_broadcast"
-        mode = data.get(attribute, str(node.mode))  # as written: Broadcast-1 "none"
+        # As written (Broadcast-1 "none"); PRelu has no broadcast attribute.
+        mode = None if node.mode is None else data.get(attribute, str(node.mode))
         run = NodeRun(node.name, node.op, shown, mode=mode, axis=written)
         run.results["bcast"] = attempt(_run_bcast, node, arrays)
         constant = [node.rule is Rule.BROADCAST and i > 0 for i in range(len(arrays))]
-        result = attempt(run_node, node.op, version, data, arrays, constant)
+        op = "PRelu" if node.op == "PReLU" else node.op  # IR's spelling; the op's type name
+        result = attempt(run_node, op, version, data, arrays, constant)
         run.results[RUNTIME] = result
         run.comparisons[RUNTIME] = compare(run.results["bcast"], result, RUNTIME)
         outcome.record(run)
@@ -178,6 +183,10 @@ def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]]) -> Any:
     axis = _spec_axis(node)
     if node.op in _BINARY:
         return getattr(ops, _BINARY[node.op])(arrays[0], arrays[1], broadcast=mode, **axis)
+    if node.rule is Rule.PRELU_CHANNEL:  # the slope at X's channel axis where it fits
+        x, slope = arrays
+        placed = channel_plan(Shape(x.shape), Shape(slope.shape))
+        return ops.prelu(x, slope.reshape(placed.aligned_shape(1)))
     if node.op in _EXTREMA:
         a, b = broadcast_arrays(arrays[0], arrays[1], mode=mode, **axis)
         return getattr(ops, _EXTREMA[node.op])(a, b)
@@ -210,8 +219,16 @@ def _alignment(node: Node, operands: Sequence[Shape]) -> list[tuple[int | None, 
     """Place each operand as bcast's rules align the node (right-aligned but for PDPD).
 
     PDPD places B (Select: 'else', then 'cond') into A (Select: 'then') from the axis: each
-    is aligned by the rule against A.
+    is aligned by the rule against A. PRelu's slope goes where `channel_plan` places it.
     """
+    if node.rule is Rule.PRELU_CHANNEL:
+        try:
+            placed = channel_plan(*operands).alignment
+        except BroadcastError as err:
+            placed = err.alignment or (None, None)
+        if placed[1] is None:  # not decided by partial shapes: right-aligned
+            return list(alignment_of(operands, Mode.UNIDIRECTIONAL))
+        return list(placed)
     if node.mode is not Mode.PDPD:
         return list(alignment_of(operands))
     main = 1 if node.rule is Rule.SELECT else 0
