@@ -24,6 +24,7 @@ from bcast.models.graph import (
     Severity,
     Subgraph,
     bind_dims,
+    bind_expressions,
 )
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     # checking
     "DEFAULT_MAX_ELEMENTS",
     "bind_dims",
+    "bind_expressions",
     "check_graph",
     "propagate_shapes",
 ]

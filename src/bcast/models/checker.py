@@ -26,6 +26,7 @@ from bcast.models.graph import (
     Severity,
     Subgraph,
     bind_dims,
+    bind_expressions,
 )
 from bcast.models.node_checks import check_node
 
@@ -144,6 +145,7 @@ def _walk(
     ``outer`` is the enclosing graph's values (If/Loop/Scan bodies see them); ``inputs``
     binds a function body's inputs to its caller's values, over the shapes declared.
     """
+    bound = bind_expressions(bound, graph.expressions)  # --dim s41=7 binds Min(64, s41)
     values: dict[str, Shape] = dict(outer or {})
     values.update({k: bind_dims(v, bound) for k, v in graph.shapes.items()})
     values.update(inputs or {})

@@ -15,6 +15,7 @@ from onnx import numpy_helper
 
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
+from bcast.core.expressions import Expr, parse_expression
 from bcast.core.shape import Shape
 from bcast.models import Graph
 
@@ -53,17 +54,41 @@ def item_size(graph: Graph, name: str, elem_type: int) -> None:
     graph.item_sizes[name] = int(np.dtype(dtype).itemsize)
 
 
-def symbol(name: str, params: set[str] | frozenset[str]) -> Dim:
+def symbol(
+    name: str,
+    params: set[str] | frozenset[str],
+    expressions: dict[str, Expr] | None = None,
+) -> Dim:
     """Return the dim of a ``dim_param``: its symbol, cleaned where bcast's text cannot hold it.
 
     ``unk__N`` names that ONNX shape inference invented (not in ``params``, the model's own)
-    are plain ``?``.
+    are plain ``?``. A ``dim_param`` written as an expression (``Min(64, s41)``, as torch's
+    dynamo exporter writes) is named by its canonical text, cleaned (``Min_64__s41_``), and
+    recorded in ``expressions`` under that name, when ``expressions`` is given.
 
     >>> str(symbol("batch", set())), str(symbol("unk__3", set())), str(symbol("a b", set()))
     ('batch', '?', 'a_b')
+    >>> found = {}
+    >>> str(symbol("Min(64,  s41)", set(), found)), {k: str(v) for k, v in found.items()}
+    ('Min_64__s41_', {'Min_64__s41_': 'Min(64, s41)'})
     """
     if _UNK.fullmatch(name) and name not in params:
         return Dim.unknown()  # invented by ONNX shape inference: no identity worth keeping
+    expr = parse_expression(name) if expressions is not None else None
+    if expressions is None or expr is None or expr.op == "sym":
+        return _named(name)
+    base = _named(str(expr))
+    if base.name is None:
+        return base
+    chosen, count = base.name, 1
+    while chosen in expressions and expressions[chosen] != expr:
+        count += 1  # another expression cleans to the same text: keep them apart
+        chosen = f"{base.name}_{count}"
+    expressions[chosen] = expr
+    return Dim.symbol(chosen)
+
+
+def _named(name: str) -> Dim:
     try:
         return Dim.symbol(name)
     except BroadcastError:
@@ -76,8 +101,15 @@ def symbol(name: str, params: set[str] | frozenset[str]) -> Dim:
             return Dim.unknown()
 
 
-def shape_of(info: onnx.ValueInfoProto, params: set[str] | frozenset[str]) -> Shape:
-    """Return the shape a value info declares (``[...]`` when it declares none)."""
+def shape_of(
+    info: onnx.ValueInfoProto,
+    params: set[str] | frozenset[str],
+    expressions: dict[str, Expr] | None = None,
+) -> Shape:
+    """Return the shape a value info declares (``[...]`` when it declares none).
+
+    Dims written as expressions are recorded in ``expressions`` (see `symbol`).
+    """
     tensor = info.type.tensor_type
     if not tensor.HasField("shape"):
         return Shape.dynamic()
@@ -86,7 +118,7 @@ def shape_of(info: onnx.ValueInfoProto, params: set[str] | frozenset[str]) -> Sh
         if dim.HasField("dim_value") and dim.dim_value >= 0:
             dims.append(Dim.static(int(dim.dim_value)))
         elif dim.HasField("dim_param") and dim.dim_param:
-            dims.append(symbol(dim.dim_param, params))
+            dims.append(symbol(dim.dim_param, params, expressions))
         else:
             dims.append(Dim.unknown())
     return Shape(dims)
