@@ -275,7 +275,7 @@ def parse_expression(text: str) -> Expr | None:
 
 
 def _height(expr: Expr) -> int:
-    """The tree's height, measured without recursion (a long chain is a deep tree)."""
+    """Measure the tree's height without recursion (a long chain is a deep tree)."""
     tallest = 0
     stack = [(expr, 1)]
     while stack:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bcast.core.conditions import conditions, is_open
+from bcast.core.conditions import find_conditions, is_open, shown
 from bcast.core.errors import BroadcastError, show_bytes
 from bcast.core.modes import Mode
 from bcast.core.picture import format_alignment
@@ -151,21 +151,16 @@ def _apply(
         return None
     if not report:
         return p.output
-    rank = p.output.rank
-    for out_axis, text in conditions(p, names):
+    rank, exprs = p.output.rank, ctx.graph.expressions
+    for found in find_conditions(p, names, expressions=exprs):
+        out_axis, drawn = found.axis, [shown(s, exprs) for s in p.shapes]
         picture = format_alignment(
-            p.shapes, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis
+            drawn, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis
         )
-        invented = _only_invented(p, out_axis, ctx.graph.invented_dims)
-        ctx.add(
-            Severity.INFO if invented else Severity.WARNING,
-            "conditional",
-            operands,
-            mode,
-            out_axis,
-            context + text,
-            picture,
-        )
+        # Info: only names the reader invented, or decided value by value and never failing.
+        quiet = found.failing == () or _only_invented(p, out_axis, ctx.graph.invented_dims)
+        severity = Severity.INFO if quiet else Severity.WARNING
+        ctx.add(severity, "conditional", operands, mode, out_axis, context + found.text, picture)
     return p.output
 
 
