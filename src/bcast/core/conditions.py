@@ -10,6 +10,7 @@ written with the expressions' text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -20,7 +21,7 @@ from bcast.core.modes import Mode
 from bcast.core.picture import Drawable
 from bcast.core.plans import Plan
 
-__all__ = ["SEARCHED", "Condition", "conditions", "find_conditions", "is_open", "shown"]
+__all__ = ["SEARCHED", "Condition", "conditions", "find_conditions", "is_open", "readable", "shown"]
 
 SEARCHED: Final = 4096
 """A one-symbol condition is decided for each value from 0 to at least this (more where the
@@ -79,6 +80,21 @@ def shown(shape: Drawable, expressions: Mapping[str, Expr]) -> Drawable:
     if not expressions or shape.rank is None:
         return shape
     return _Shown(shape.rank, tuple(_show_with(expressions)(d) for d in _dims(shape)))
+
+
+def readable(text: str, expressions: Mapping[str, Expr]) -> str:
+    """Write each expression's text in ``text`` where the symbol standing for it appears.
+
+    >>> from bcast.core.expressions import parse_expression
+    >>> readable("cannot broadcast [s,4] and [M,3]", {"M": parse_expression("Min(64, s)")})
+    'cannot broadcast [s,4] and [Min(64, s),3]'
+    """
+    names = [n for n in expressions if n in text]
+    if not names:
+        return text
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    token = re.compile(rf"(?<![^\s,\[(])({alternatives})(?![^\s,\]):;])")
+    return token.sub(lambda m: str(expressions[m.group(1)]), text)
 
 
 def _dims(shape: Drawable) -> Iterator[Dim]:

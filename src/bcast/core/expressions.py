@@ -60,6 +60,10 @@ def _trunc(x: Number) -> Number:
     return _floor(x) if x >= 0 else _ceiling(x)
 
 
+def _abs(x: Number) -> Number:
+    return -x if x < 0 else x
+
+
 def _divide(a: Number, b: Number) -> Number | None:
     if b == 0:
         return None
@@ -83,7 +87,7 @@ def _clean_divide(a: Number, b: Number) -> Number | None:
 def _power(a: Number, b: Number) -> Number | None:
     if not isinstance(b, int) or not 0 <= b <= _MAX_EXPONENT:
         return None
-    if abs(a) > 1 and abs(a) ** b > _MAX_MAGNITUDE:
+    if _abs(a) > 1 and _abs(a) ** b > _MAX_MAGNITUDE:
         return None  # bounded before it is built
     return a**b
 
@@ -111,7 +115,7 @@ _FUNCTIONS: Final[dict[str, tuple[int | None, Callable[[list[Number]], Number | 
     "ceiling": (1, lambda v: _ceiling(v[0])),
     "CeilToInt": (1, lambda v: _ceiling(v[0])),
     "TruncToInt": (1, lambda v: _trunc(v[0])),
-    "Abs": (1, lambda v: abs(v[0])),
+    "Abs": (1, lambda v: _abs(v[0])),
 }
 
 
@@ -197,7 +201,7 @@ class Expr:
             result = _BINARY[self.op](values[0], values[1])
         else:
             result = _FUNCTIONS[self.op][1](values)
-        if result is None or abs(result) > _MAX_MAGNITUDE:
+        if result is None or _abs(result) > _MAX_MAGNITUDE:
             return None
         return result
 

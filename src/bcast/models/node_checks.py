@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bcast.core.conditions import find_conditions, is_open, shown
+from bcast.core.conditions import find_conditions, is_open, readable, shown
 from bcast.core.errors import BroadcastError, show_bytes
+from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.picture import format_alignment
 from bcast.core.planning import plan
@@ -61,7 +62,7 @@ class _Context:
                 tuple(operands),
                 None if mode is None else str(mode),
                 axis,
-                reason,
+                readable(reason, self.graph.expressions),  # Min(64, s41), not Min_64__s41_
                 tuple(picture),
             )
         )
@@ -146,7 +147,7 @@ def _apply(
                 mode,
                 err.axis,
                 context + err.reason,
-                _error_picture(err, names, shapes),
+                _error_picture(err, names, shapes, ctx.graph.expressions),
             )
         return None
     if not report:
@@ -190,10 +191,13 @@ def _label(name: str, index: int) -> str:
     return text if len(text) <= 24 else text[:11] + "…" + text[-12:]
 
 
-def _error_picture(err: BroadcastError, names: Sequence[str], shapes: Sequence[Shape]) -> list[str]:
+def _error_picture(
+    err: BroadcastError, names: Sequence[str], shapes: Sequence[Shape], exprs: Mapping[str, Expr]
+) -> list[str]:
     if err.alignment is not None and err.out_rank is not None and len(err.shapes) == len(names):
+        drawn = [shown(s, exprs) for s in err.shapes]
         return format_alignment(
-            err.shapes, err.alignment, err.out_rank, labels=names, mark_axis=err.axis
+            drawn, err.alignment, err.out_rank, labels=names, mark_axis=err.axis
         )
     width = max((len(n) for n in names), default=0)
     return [f"{n.ljust(width)}  {s}" for n, s in zip(names, shapes, strict=True)]
