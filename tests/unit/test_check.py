@@ -1355,3 +1355,18 @@ def test_real_dynamo_bert_fails_beyond_its_position_buffer_as_check_says():
     )
     assert bcast.check(path, dims={"s41": 64}).findings == ()
     assert bcast.check(path, dims={"s41": 7}).findings == ()
+
+
+def test_a_body_phrases_conditions_on_the_outer_graph_s_expressions():
+    from bcast.core.expressions import parse_expression
+    from bcast.models import Subgraph
+
+    outer = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[s0]"), "p": Shape.parse("[M]")})
+    outer.expressions["M"] = parse_expression("Min(64, s0)")
+    body = Graph("m.onnx", "onnx")
+    body.nodes.append(Node("if/then/add", "Add", ("x", "p"), ("z",), rule=Rule.MULTIDIRECTIONAL))
+    outer.nodes.append(Node("if", "If", ("c",), ("z",), subgraphs=(Subgraph("if/then", body),)))
+    (found,) = check_graph(outer).findings
+    assert found.node == "if/then/add"
+    assert found.reason.startswith("fails when s0 > 64 ")
+    assert [f.kind for f in check_graph(outer, dims={"s0": 65}).findings] == ["incompatible"]

@@ -178,7 +178,10 @@ def _walk(
             if shape is not None and shape.rank is not None:
                 bindings[name] = shape
         scope = values if sub.outer_scope else None
-        findings.extend(_walk(sub.graph, bound, max_elements, None, scope, bindings)[0])
+        body = sub.graph
+        if graph.expressions:  # the outer values' expressions, for the body's conditions
+            body = replace(body, expressions={**graph.expressions, **body.expressions})
+        findings.extend(_walk(body, bound, max_elements, None, scope, bindings)[0])
     return findings, values
 
 
