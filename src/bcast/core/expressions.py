@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -255,6 +256,12 @@ def parse_expression(text: str) -> Expr | None:
     """
     if not isinstance(text, str) or len(text) > MAX_TEXT:
         return None
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> Expr | None:
+    """Parse ``text`` (cached: a model repeats its dims in every value info)."""
     tokens: list[str] = []
     position = 0
     while position < len(text):

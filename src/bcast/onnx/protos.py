@@ -6,6 +6,7 @@ returns bcast's values, never raising on what an exporter may write.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final
 
@@ -74,18 +75,26 @@ def symbol(
     """
     if _UNK.fullmatch(name) and name not in params:
         return Dim.unknown()  # invented by ONNX shape inference: no identity worth keeping
-    expr = parse_expression(name) if expressions is not None else None
-    if expressions is None or expr is None or expr.op == "sym":
+    found = _expression(name) if expressions is not None else None
+    if expressions is None or found is None:
         return _named(name)
-    base = _named(str(expr))
-    if base.name is None:
-        return base
-    chosen, count = base.name, 1
+    expr, base = found
+    chosen, count = base, 1
     while chosen in expressions and expressions[chosen] != expr:
         count += 1  # another expression cleans to the same text: keep them apart
-        chosen = f"{base.name}_{count}"
+        chosen = f"{base}_{count}"
     expressions[chosen] = expr
     return Dim.symbol(chosen)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expression(text: str) -> tuple[Expr, str] | None:
+    """Return the expression ``text`` writes and its symbol's name; None for a plain name."""
+    expr = parse_expression(text)
+    if expr is None or expr.op == "sym":
+        return None
+    named = _named(str(expr)).name
+    return None if named is None else (expr, named)
 
 
 def _named(name: str) -> Dim:
