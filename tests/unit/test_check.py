@@ -14,6 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from bcast import Shape
+from bcast.core.conditions import SEARCHED
 from bcast.core.modes import Mode
 from bcast.models import Graph, Node, Rule, Severity, check_graph, propagate_shapes
 from bcast.onnx.reader import read_onnx
@@ -1214,3 +1215,158 @@ def test_ir_dim_names_bind_with_dim(ov, tmp_path):
         Severity.ERROR,
         0,
     )
+
+
+# -- dim expressions (torch's dynamo exporter writes dims such as Min(64, s41)) --------------
+
+
+def _numpy_failing(sizes, *, one_way=False):
+    """The values of the symbol, in 0..SEARCHED, at which NumPy refuses the sizes ``sizes(v)``."""
+    failing = set()
+    for v in range(SEARCHED + 1):
+        shapes = [(n,) for n in sizes(v)]
+        try:
+            out = np.broadcast_shapes(*shapes)
+        except ValueError:
+            failing.add(v)
+            continue
+        if one_way and out != shapes[0]:
+            failing.add(v)
+    return failing
+
+
+def test_reader_records_the_expression_behind_a_dim_param():
+    graph = read_onnx(_binary("Add", ["s0", 8], ["Min(64,  s0)", 8]))
+    (name,) = graph.expressions
+    assert graph.shapes["b"].dims[0].name == name
+    assert str(graph.expressions[name]) == "Min(64, s0)"
+    assert graph.expressions[name].evaluate({"s0": 100}) == 64
+
+
+def test_condition_on_an_expression_is_said_in_the_input_dim():
+    model = _binary("Add", ["s0", 8], ["Min(64, s0)", 8])
+    failing = _numpy_failing(lambda v: (v, min(64, v)))
+    assert failing == set(range(65, SEARCHED + 1))  # as said below: s0 > 64, up to the range
+    found = _only(model)
+    assert (found.kind, found.severity, found.axis) == ("conditional", Severity.WARNING, 0)
+    assert found.reason.startswith("fails when s0 > 64 ")
+    assert f"0..{SEARCHED}" in found.reason  # the range searched is said
+    assert "Min(64, s0)" in found.reason and "Min_64" not in found.reason
+    assert any("Min(64, s0)" in row for row in found.picture)
+
+
+def test_expression_bound_by_dim():
+    model = _binary("Add", ["s0", 8], ["Min(64, s0)", 8])
+    found = _only(model, dims={"s0": 65})
+    assert (found.kind, found.severity, found.axis) == ("incompatible", Severity.ERROR, 0)
+    assert _findings(model, dims={"s0": 7}) == []
+
+
+def test_one_way_condition_on_an_expression():
+    x = _vi("x", ["s0"])
+    slope = _vi("slope", ["Min(8, s0)"])
+    model = _model([helper.make_node("PRelu", ["x", "slope"], ["y"], name="p")], [x, slope])
+    failing = _numpy_failing(lambda v: (v, min(8, v)), one_way=True)
+    assert failing == set(range(9, SEARCHED + 1))
+    found = _only(model)
+    assert (found.kind, found.axis) == ("conditional", 0)
+    assert "fails when s0 > 8 " in found.reason
+
+
+def test_expression_that_never_fails_in_the_range_is_info():
+    model = _binary("Add", ["s0"], ["Max(1, s0)"])
+    assert _numpy_failing(lambda v: (v, max(1, v))) == set()
+    found = _only(model)
+    assert found.severity is Severity.INFO
+    assert found.reason.startswith("never fails") and f"0..{SEARCHED}" in found.reason
+
+
+def test_periodic_failures_are_counted_not_overstated():
+    model = _binary("Add", ["s0"], ["2*(s0//2)"])
+    failing = _numpy_failing(lambda v: (v, 2 * (v // 2)))
+    found = _only(model)
+    assert found.severity is Severity.WARNING
+    first = min(failing)
+    assert f"fails for {len(failing)} values of s0, from s0 = {first} " in found.reason
+
+
+def test_expression_of_several_symbols_keeps_the_plain_condition_in_readable_text():
+    found = _only(_binary("Add", ["s0"], ["s1*s2 + 1"]))
+    assert found.reason == "fails unless s0, s1*s2 + 1 are equal (or 1)"
+
+
+def test_unknown_expression_forms_stay_opaque_symbols():
+    graph = read_onnx(_binary("Add", ["s0"], ["sqrt(s0)"]))
+    assert graph.expressions == {}
+    assert graph.shapes["b"].dims[0].name is not None
+    assert "fails unless" in _only(_binary("Add", ["s0"], ["sqrt(s0)"])).reason
+
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+
+
+def _bert_dynamo_run(seq):
+    """Run bert_dynamo.onnx in onnxruntime at sequence length ``seq``; its error, or None."""
+    import json
+
+    ort = pytest.importorskip("onnxruntime")
+    manifest = json.loads((REAL / "manifest.json").read_text(encoding="utf-8"))
+    inputs = manifest["files"]["bert_dynamo.onnx"]["run_inputs"]
+    rng = np.random.default_rng(0)
+    feeds = {
+        name: rng.integers(0, spec["high"], size=(spec["shape"][0], seq)).astype(spec["dtype"])
+        for name, spec in inputs.items()
+    }
+    ort.set_default_logger_severity(4)
+    session = ort.InferenceSession(
+        str(REAL / "bert_dynamo.onnx"), providers=["CPUExecutionProvider"]
+    )
+    try:
+        session.run(None, feeds)
+    except Exception as err:
+        return str(err)
+    return None
+
+
+def test_real_dynamo_bert_fails_beyond_its_position_buffer_as_check_says():
+    import bcast
+
+    assert _bert_dynamo_run(64) is None
+    error = _bert_dynamo_run(65)
+    assert error is not None and "node_add_18" in error  # onnxruntime's own verdict
+
+    path = str(REAL / "bert_dynamo.onnx")
+    (found,) = bcast.check(path).findings
+    assert (found.node, found.kind, found.severity, found.axis) == (
+        "node_add_18",
+        "conditional",
+        Severity.WARNING,
+        1,
+    )
+    assert found.reason.startswith("fails when s41 > 64 ")
+    assert "Min(64, s41)" in found.reason
+
+    (bound,) = bcast.check(path, dims={"s41": 65}).findings
+    assert (bound.node, bound.kind, bound.severity, bound.axis) == (
+        "node_add_18",
+        "incompatible",
+        Severity.ERROR,
+        1,
+    )
+    assert bcast.check(path, dims={"s41": 64}).findings == ()
+    assert bcast.check(path, dims={"s41": 7}).findings == ()
+
+
+def test_a_body_phrases_conditions_on_the_outer_graph_s_expressions():
+    from bcast.core.expressions import parse_expression
+    from bcast.models import Subgraph
+
+    outer = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[s0]"), "p": Shape.parse("[M]")})
+    outer.expressions["M"] = parse_expression("Min(64, s0)")
+    body = Graph("m.onnx", "onnx")
+    body.nodes.append(Node("if/then/add", "Add", ("x", "p"), ("z",), rule=Rule.MULTIDIRECTIONAL))
+    outer.nodes.append(Node("if", "If", ("c",), ("z",), subgraphs=(Subgraph("if/then", body),)))
+    (found,) = check_graph(outer).findings
+    assert found.node == "if/then/add"
+    assert found.reason.startswith("fails when s0 > 64 ")
+    assert [f.kind for f in check_graph(outer, dims={"s0": 65}).findings] == ["incompatible"]

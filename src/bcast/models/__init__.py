@@ -25,6 +25,7 @@ from bcast.models.graph import (
     Subgraph,
     Unchecked,
     bind_dims,
+    bind_expressions,
 )
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     # checking
     "DEFAULT_MAX_ELEMENTS",
     "bind_dims",
+    "bind_expressions",
     "check_graph",
     "propagate_shapes",
 ]

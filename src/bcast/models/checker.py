@@ -27,6 +27,7 @@ from bcast.models.graph import (
     Subgraph,
     Unchecked,
     bind_dims,
+    bind_expressions,
 )
 from bcast.models.node_checks import check_node
 
@@ -174,6 +175,7 @@ def _walk(
     ``outer`` is the enclosing graph's values (If/Loop/Scan bodies see them); ``inputs``
     binds a function body's inputs to its caller's values, over the shapes declared.
     """
+    bound = bind_expressions(bound, graph.expressions)  # --dim s41=7 binds Min(64, s41)
     values: dict[str, Shape] = dict(outer or {})
     values.update({k: bind_dims(v, bound) for k, v in graph.shapes.items()})
     values.update(inputs or {})
@@ -215,8 +217,11 @@ def _walk(
             if shape is not None and shape.rank is not None:
                 bindings[name] = shape
         scope = values if sub.outer_scope else None
+        body = sub.graph
+        if graph.expressions:  # the outer values' expressions, for the body's conditions
+            body = replace(body, expressions={**graph.expressions, **body.expressions})
         findings.extend(
-            _walk(sub.graph, bound, max_elements, None, scope, bindings, unchecked=unchecked)[0]
+            _walk(body, bound, max_elements, None, scope, bindings, unchecked=unchecked)[0]
         )
     return findings, values
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from bcast.core.dim import Dim
+from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 
@@ -26,6 +27,7 @@ __all__ = [
     "Subgraph",
     "Unchecked",
     "bind_dims",
+    "bind_expressions",
 ]
 
 _UNKNOWN = Dim.unknown()
@@ -138,6 +140,9 @@ class Graph:
         checker then holds every broadcast result against them.
     invented_dims : frozenset of str
         Symbols the reader named itself (an IR's input dims, ``input_ids.1``), not the user.
+    expressions : dict of str to Expr
+        The expression behind each symbol that a ``dim_param`` wrote as one: the symbol's
+        name in the shapes (``Min_64__s41_``) to the parsed text (``Min(64, s41)``).
     """
 
     path: str
@@ -150,6 +155,7 @@ class Graph:
     notes: list[Finding] = field(default_factory=list)
     declared: bool = False
     invented_dims: frozenset[str] = frozenset()
+    expressions: dict[str, Expr] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,3 +320,28 @@ def bind_dims(shape: Shape, dims: Mapping[str, int]) -> Shape:
     return Shape(
         Dim(dims[d.name]) if d.name is not None and d.name in dims else d for d in shape.dims
     )
+
+
+def bind_expressions(dims: Mapping[str, int], expressions: Mapping[str, Expr]) -> dict[str, int]:
+    """Add to ``dims`` the value of every expression whose free symbols ``dims`` all binds.
+
+    A value the user gave for the expression's own name wins; an expression without a
+    non-negative integer value there (a division by zero, ``s0 - 1`` at ``s0 = 0``) stays
+    unbound.
+
+    Examples
+    --------
+    >>> from bcast.core.expressions import parse_expression
+    >>> found = {"Min_64__s41_": parse_expression("Min(64, s41)")}
+    >>> bind_expressions({"s41": 65}, found)
+    {'s41': 65, 'Min_64__s41_': 64}
+    >>> bind_expressions({"batch": 2}, found)
+    {'batch': 2}
+    """
+    bound = dict(dims)
+    for name, expr in expressions.items():
+        if name not in bound:
+            value = expr.evaluate(dims)
+            if value is not None and value >= 0:
+                bound[name] = value
+    return bound

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bcast.core.conditions import conditions, is_open, symbols_at
+from bcast.core.conditions import find_conditions, is_open, readable, shown, symbols_at
 from bcast.core.errors import BroadcastError, show_bytes
 from bcast.core.modes import Mode
 from bcast.core.picture import format_alignment
@@ -65,7 +65,7 @@ class _Context:
                 tuple(operands),
                 None if mode is None else str(mode),
                 axis,
-                reason,
+                readable(reason, self.graph.expressions),  # Min(64, s41), not Min_64__s41_
                 tuple(picture),
             )
         )
@@ -156,29 +156,23 @@ def _apply(
                 mode,
                 err.axis,
                 context + err.reason,
-                error_picture(err, names, shapes),
+                error_picture(err, names, shapes, ctx.graph.expressions),
             )
         return None
     if not report:
         return p.output
-    rank = p.output.rank
-    for out_axis, text in conditions(p, names):
+    rank, exprs = p.output.rank, ctx.graph.expressions
+    for found in find_conditions(p, names, expressions=exprs):
+        out_axis, drawn = found.axis, [shown(s, exprs) for s in p.shapes]
         picture = format_alignment(
-            p.shapes, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis
+            drawn, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis
         )
+        # Info: only names the reader invented, or decided value by value and never failing.
         named = symbols_at(p, out_axis)
-        # Only names the reader made up (an IR's input dims): a relation between inputs the
-        # user could not have named otherwise, told as info, not a latent bug.
         invented = bool(named) and named <= ctx.graph.invented_dims
-        ctx.add(
-            Severity.INFO if invented else Severity.WARNING,
-            "conditional",
-            operands,
-            mode,
-            out_axis,
-            context + text,
-            picture,
-        )
+        quiet = found.failing == () or invented
+        severity = Severity.INFO if quiet else Severity.WARNING
+        ctx.add(severity, "conditional", operands, mode, out_axis, context + found.text, picture)
     return p.output
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from bcast.core.conditions import shown
 from bcast.core.errors import BroadcastError
+from bcast.core.expressions import Expr
 from bcast.core.picture import format_alignment
 from bcast.core.shape import Shape
 
@@ -21,11 +23,20 @@ def operand_label(name: str, index: int) -> str:
     return text if len(text) <= 24 else text[:11] + "…" + text[-12:]
 
 
-def error_picture(err: BroadcastError, names: Sequence[str], shapes: Sequence[Shape]) -> list[str]:
-    """Draw a failed rule's operands as it aligned them, named by the model's values."""
+def error_picture(
+    err: BroadcastError,
+    names: Sequence[str],
+    shapes: Sequence[Shape],
+    expressions: Mapping[str, Expr],
+) -> list[str]:
+    """Draw a failed rule's operands as it aligned them, named by the model's values.
+
+    A dim that stands for an exporter's expression is drawn as its text (``Min(64, s41)``).
+    """
     if err.alignment is not None and err.out_rank is not None and len(err.shapes) == len(names):
+        drawn = [shown(s, expressions) for s in err.shapes]
         return format_alignment(
-            err.shapes, err.alignment, err.out_rank, labels=names, mark_axis=err.axis
+            drawn, err.alignment, err.out_rank, labels=names, mark_axis=err.axis
         )
     width = max((len(n) for n in names), default=0)
     return [f"{n.ljust(width)}  {s}" for n, s in zip(names, shapes, strict=True)]

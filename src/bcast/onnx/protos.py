@@ -6,6 +6,7 @@ returns bcast's values, never raising on what an exporter may write.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final
 
@@ -15,6 +16,7 @@ from onnx import numpy_helper
 
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
+from bcast.core.expressions import Expr, parse_expression
 from bcast.core.shape import Shape
 from bcast.models import Graph
 
@@ -32,7 +34,6 @@ __all__ = [
 DEFAULT_DOMAINS: Final = frozenset({"", "ai.onnx"})
 _MAX_CONSTANT: Final = 64  # elements: shape-like constants only
 _UNK: Final = re.compile(r"unk__\d+")
-_SHAPES: dict[tuple[object, int], tuple[set[str] | frozenset[str], Shape]] = {}
 _BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
 
 
@@ -54,17 +55,49 @@ def item_size(graph: Graph, name: str, elem_type: int) -> None:
     graph.item_sizes[name] = int(np.dtype(dtype).itemsize)
 
 
-def symbol(name: str, params: set[str] | frozenset[str]) -> Dim:
+def symbol(
+    name: str,
+    params: set[str] | frozenset[str],
+    expressions: dict[str, Expr] | None = None,
+) -> Dim:
     """Return the dim of a ``dim_param``: its symbol, cleaned where bcast's text cannot hold it.
 
     ``unk__N`` names that ONNX shape inference invented (not in ``params``, the model's own)
-    are plain ``?``.
+    are plain ``?``. A ``dim_param`` written as an expression (``Min(64, s41)``, as torch's
+    dynamo exporter writes) is named by its canonical text, cleaned (``Min_64__s41_``), and
+    recorded in ``expressions`` under that name, when ``expressions`` is given.
 
     >>> str(symbol("batch", set())), str(symbol("unk__3", set())), str(symbol("a b", set()))
     ('batch', '?', 'a_b')
+    >>> found = {}
+    >>> str(symbol("Min(64,  s41)", set(), found)), {k: str(v) for k, v in found.items()}
+    ('Min_64__s41_', {'Min_64__s41_': 'Min(64, s41)'})
     """
     if _UNK.fullmatch(name) and name not in params:
         return Dim.unknown()  # invented by ONNX shape inference: no identity worth keeping
+    found = _expression(name) if expressions is not None else None
+    if expressions is None or found is None:
+        return _named(name)
+    expr, base = found
+    chosen, count = base, 1
+    while chosen in expressions and expressions[chosen] != expr:
+        count += 1  # another expression cleans to the same text: keep them apart
+        chosen = f"{base}_{count}"
+    expressions[chosen] = expr
+    return Dim.symbol(chosen)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expression(text: str) -> tuple[Expr, str] | None:
+    """Return the expression ``text`` writes and its symbol's name; None for a plain name."""
+    expr = parse_expression(text)
+    if expr is None or expr.op == "sym":
+        return None
+    named = _named(str(expr)).name
+    return None if named is None else (expr, named)
+
+
+def _named(name: str) -> Dim:
     try:
         return Dim.symbol(name)
     except BroadcastError:
@@ -77,37 +110,27 @@ def symbol(name: str, params: set[str] | frozenset[str]) -> Dim:
             return Dim.unknown()
 
 
-def shape_of(info: onnx.ValueInfoProto, params: set[str] | frozenset[str]) -> Shape:
-    """Return the shape a value info declares (``[...]`` when it declares none)."""
+def shape_of(
+    info: onnx.ValueInfoProto,
+    params: set[str] | frozenset[str],
+    expressions: dict[str, Expr] | None = None,
+) -> Shape:
+    """Return the shape a value info declares (``[...]`` when it declares none).
+
+    Dims written as expressions are recorded in ``expressions`` (see `symbol`).
+    """
     tensor = info.type.tensor_type
     if not tensor.HasField("shape"):
         return Shape.dynamic()
-    key: list[int | str | None] = []
+    dims: list[Dim] = []
     for dim in tensor.shape.dim:
         if dim.HasField("dim_value") and dim.dim_value >= 0:
-            key.append(int(dim.dim_value))
+            dims.append(Dim.static(int(dim.dim_value)))
         elif dim.HasField("dim_param") and dim.dim_param:
-            key.append(dim.dim_param)
+            dims.append(symbol(dim.dim_param, params, expressions))
         else:
-            key.append(None)
-    return _shape_of_dims(tuple(key), params)
-
-
-def _shape_of_dims(key: tuple[int | str | None, ...], params: set[str] | frozenset[str]) -> Shape:
-    """Build (and remember, for a large graph's thousands of equal shapes) a declared shape."""
-    cache_key = (key, id(params))
-    found = _SHAPES.get(cache_key)
-    if found is not None and found[0] is params:
-        return found[1]
-    dims = [
-        Dim.static(d) if isinstance(d, int) else Dim.unknown() if d is None else symbol(d, params)
-        for d in key
-    ]
-    shape = Shape(dims)
-    if len(_SHAPES) >= 4096:
-        _SHAPES.clear()
-    _SHAPES[cache_key] = (params, shape)
-    return shape
+            dims.append(Dim.unknown())
+    return Shape(dims)
 
 
 def attribute(proto: onnx.NodeProto, name: str, default: Any) -> Any:

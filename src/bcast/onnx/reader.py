@@ -192,14 +192,14 @@ class _Reader:
                 graph.constants[init.name] = value
         for info in proto.input:
             if info.name not in graph.shapes:
-                graph.shapes[info.name] = shape_of(info, params)
+                graph.shapes[info.name] = shape_of(info, params, graph.expressions)
                 types[info.name] = info.type
                 item_size(graph, info.name, info.type.tensor_type.elem_type)
         peer: dict[str, Shape] = {}
         source = peer_proto if peer_proto is not None else proto
         for info in [*source.value_info, *source.output, *proto.output]:
             if info.name not in peer and info.type.HasField("tensor_type"):
-                peer[info.name] = shape_of(info, params)
+                peer[info.name] = shape_of(info, params, graph.expressions)
                 types.setdefault(info.name, info.type)
                 item_size(graph, info.name, info.type.tensor_type.elem_type)
         for target, probe in probes.items():
