@@ -136,3 +136,12 @@ def test_a_stale_exporter_claim_does_not_hide_what_the_weights_say() -> None:
     (error,) = bcast.check(model).errors
     assert (error.node, error.axis) == ("node_add_18", 2)
     assert "32 vs 31" in error.reason
+
+
+def test_nodes_left_unchecked_after_an_error_say_so() -> None:
+    # Downstream of the failing bias Add the shapes are unknown: those nodes are counted as
+    # not checked, and the reason points at the error, not at a mysterious loss.
+    report = bcast.check(REAL / "bert_torchscript__dense_bias_31.onnx")
+    (error,) = report.errors
+    assert report.unchecked
+    assert all(f"the error at Add {error.node!r}" in u.reason for u in report.unchecked)

@@ -11,7 +11,7 @@ OpenVINO attribute pitfalls.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Final
 
@@ -144,7 +144,12 @@ def _count(graph: Graph, *, broadcasting: bool = False) -> int:
     )
 
 
-def _why_unknown(name: str, producers: Mapping[str, Node], values: Mapping[str, Shape]) -> str:
+def _why_unknown(
+    name: str,
+    producers: Mapping[str, Node],
+    values: Mapping[str, Shape],
+    failed: Set[str],
+) -> str:
     """Name the node after which a value's shape is unknown: the first one, walking back."""
     seen: set[str] = set()
     while name not in seen:
@@ -154,6 +159,8 @@ def _why_unknown(name: str, producers: Mapping[str, Node], values: Mapping[str, 
             return f"the shape of {name!r} is not known"
         lost = [i for i in node.inputs if i and values.get(i, Shape.dynamic()).rank is None]
         if not lost:
+            if node.name in failed:
+                return f"shapes unknown after the error at {node.op} {node.name!r}"
             return f"shapes unknown after {node.op} {node.name!r}"
         name = lost[0]
     return f"the shape of {name!r} is not known"
@@ -183,6 +190,7 @@ def _walk(
     findings: list[Finding] = list(graph.notes)
     ticks = iter(progress) if progress is not None else None
     nested: list[Subgraph] = []
+    failed: set[str] = set()  # nodes with an error finding
     for node in _topological(graph.nodes, graph.path):
         peer = tuple(bind_dims(s, bound) for s in node.output_shapes)
         outputs: tuple[Shape, ...] = peer
@@ -191,12 +199,14 @@ def _walk(
                 lost = [i for i in node.inputs if i and values.get(i, _DYNAMIC).rank is None]
                 if lost:
                     producers = {o: n for n in graph.nodes for o in n.outputs if o}
-                    why = _why_unknown(lost[0], producers, values)
+                    why = _why_unknown(lost[0], producers, values, failed)
                     unchecked.append(Unchecked(node.name, node.op, why))
             result, found = check_node(
                 node, graph, values, max_elements, targets=targets, quiet=quiet
             )
             findings.extend(found)
+            if any(f.severity is Severity.ERROR for f in found):
+                failed.add(node.name)
             if result is not None:
                 if graph.declared and peer:
                     findings.extend(_against_declared(node, result, peer[0]))
