@@ -18,9 +18,15 @@ unknown length cannot run. Each input is fed exactly as the one-node model decla
 (dtype and shape; a 0-d input stays 0-d); a request that is not (bcast's own bug) is a
 harness error (`HarnessError`), never a runtime's rejection.
 
+Inputs whose rank or unnamed dims shape inference leaves unknown (after ``ai.onnx.ml``
+operators, a Concat after a computed Expand) take the shapes they really have: the part
+of the model that computes them runs in onnxruntime first (`bcast.onnx.probe`), on
+inputs of the same symbol values that the node's own symbols then take.
+
 A broadcasting node that cannot be run is skipped with a note (`Verification.skip`): an
-input of unknown rank, an Expand target of unknown length, or a node whose inputs and
-outputs would exceed bcast's memory limit (checked before any input is drawn).
+input of unknown rank that no probe measured, an Expand target of unknown length, or a
+node whose inputs and outputs would exceed bcast's memory limit (checked before any input
+is drawn).
 Initializers stored as external data are read from the model file's folder only: a location
 that is absolute, climbs out with ``..`` or resolves (through links) outside that folder is
 refused, and so is external data in a ``ModelProto`` given without a file.
@@ -65,6 +71,7 @@ from bcast.models.verification import (
 )
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
 from bcast.onnx.one_node import REFERENCE_OPS, check_request, one_node_model, run_reference
+from bcast.onnx.probe import Probed, is_open, probe_inputs, with_probe
 from bcast.onnx.reader import load_model, read_onnx
 
 __all__ = ["Comparison", "NodeRun", "Result", "Verification", "verify_model"]
@@ -126,6 +133,7 @@ def verify_model(
     graph.path = path  # read from the proto: messages (a cycle) name the file
     shapes = propagate_shapes(graph, dims=dims)
     computed = {k: bind_dims(v, dims or {}) for k, v in graph.shape_values.items()}
+    probed = probe_inputs(model, graph.nodes, shapes, _constant_tensors(model), dims or {}, seed)
     usable, notes = _runners(runtimes)
     outcome = Verification(path, list(usable), seed, notes=notes)
     outcome.unused_dims = unused_dims([graph], dims or {})
@@ -143,7 +151,7 @@ def verify_model(
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, _LEGACY)
             continue
         operands = [shapes.get(name, Shape.dynamic()) if name else None for name in node.inputs]
-        planned = _concrete(node, operands, tensors, computed)
+        planned = _concrete(node, operands, tensors, computed, probed)
         if isinstance(planned, str):
             outcome.skip(node.name, node.op, Skip.UNKNOWN_SHAPE, planned)
             continue
@@ -303,7 +311,11 @@ _Concrete = tuple[list[tuple[int, ...]], int, dict[int, npt.NDArray[Any]]]
 
 
 def _concrete(
-    node: Node, operands: Sequence[Shape | None], tensors: _Tensors, computed: Mapping[str, Shape]
+    node: Node,
+    operands: Sequence[Shape | None],
+    tensors: _Tensors,
+    computed: Mapping[str, Shape],
+    probe: Probed = ({}, {}),
 ) -> _Concrete | str:
     """Choose a concrete shape per input (unknown dims take a value that fits).
 
@@ -312,13 +324,21 @@ def _concrete(
     why there are none.
     """
     shapes: list[Shape] = []
+    probed, symbols = probe
+    chosen: dict[str, int] = {}
     for index, (name, shape) in enumerate(zip(node.inputs, operands, strict=True)):
+        if shape is not None and name in probed and is_open(shape):
+            shape = with_probe(shape, probed[name])
+            chosen = dict(symbols)  # the node's symbols take the probe's values
         if name in tensors:
             shapes.append(Shape(max(int(d), 0) for d in tensors.protos[name].dims))
         elif shape is None:
             shapes.append(Shape(()))
         elif shape.rank is None and not (node.rule is Rule.EXPAND and index == 1):
-            return f"no rank is known for input {name!r} (shape inference gives none)"
+            return (
+                f"no rank is known for input {name!r}: shape inference gives none, and "
+                "running the model up to it in onnxruntime failed"
+            )
         else:
             shapes.append(shape)
     if node.rule is Rule.GEMM:
@@ -334,7 +354,7 @@ def _concrete(
         alignment += [alignment_of([x, s], Mode.UNIDIRECTIONAL)[1] for s in shapes[1:]]
     else:
         alignment = list(alignment_of(shapes))
-    concrete = concrete_shapes(shapes, alignment, {})
+    concrete = concrete_shapes(shapes, alignment, chosen)
     return concrete, output_elements(concrete, alignment), {}
 
 
