@@ -11,8 +11,8 @@ from typing import Any
 from bcast.arrays.libraries import shape_of
 from bcast.arrays.views import Array
 from bcast.core.errors import BroadcastError
-from bcast.core.plans import Plan
 from bcast.core.planning import plan
+from bcast.core.plans import Plan
 from bcast.engine import execute
 from bcast.ops import _kernels
 from bcast.ops._common import check_operands
