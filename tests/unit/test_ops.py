@@ -1094,3 +1094,12 @@ def test_dask_operands_stay_lazy() -> None:
 
 def test_bcast_ops_is_reachable_from_bcast() -> None:
     assert bcast.ops is ops
+
+
+def test_unidirectional_errors_name_the_operator_roles() -> None:
+    """Gemm's C and PRelu's slope are named by their roles, not as A/B (issue 14)."""
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 10), np.float32)
+    with pytest.raises(BroadcastError, match=r"9 vs 10 \(C must equal \(M,N\) or be 1\)"):
+        bcast.ops.gemm(a, b, np.ones((9,), np.float32))
+    with pytest.raises(BroadcastError, match=r"slope \[2,2,2\] has rank 3, more than X"):
+        bcast.ops.prelu(np.ones((2, 2)), np.ones((2, 2, 2)))

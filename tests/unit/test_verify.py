@@ -31,11 +31,12 @@ ENV = {"COLUMNS": "100", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 
 RESULT = {
     "type": "object",
-    "required": ["shape", "dtype", "error"],
+    "required": ["shape", "dtype", "error", "harness"],
     "properties": {
         "shape": {"type": ["string", "null"]},
         "dtype": {"type": ["string", "null"]},
         "error": {"type": ["string", "null"]},
+        "harness": {"type": "boolean"},
     },
     "additionalProperties": False,
 }
@@ -61,10 +62,10 @@ VERIFY_SCHEMA = {
         "error": {"type": "null"},
         "summary": {
             "type": "object",
-            "required": ["nodes", "compared", "skipped", "disagreements"],
+            "required": ["nodes", "compared", "skipped", "disagreements", "harness_errors"],
             "properties": {
                 k: {"type": "integer", "minimum": 0}
-                for k in ("nodes", "compared", "skipped", "disagreements")
+                for k in ("nodes", "compared", "skipped", "disagreements", "harness_errors")
             },
             "additionalProperties": False,
         },
@@ -93,7 +94,7 @@ VERIFY_SCHEMA = {
                         "type": "object",
                         "additionalProperties": {
                             "type": "object",
-                            "required": ["agree", "detail", "max_abs_diff"],
+                            "required": ["agree", "detail", "max_abs_diff", "harness"],
                         },
                     },
                 },
@@ -216,7 +217,12 @@ def test_dim_binds_symbols_and_both_sides_reject_an_invalid_node(tmp_path):
     code, data = verify_json(path, "--runtime", "onnxruntime", "--dim", "batch=3")
     assert code == 0  # bcast and onnxruntime both reject [3,4] + [2,4]
     comparison = data["nodes"][0]["comparisons"]["onnxruntime"]
-    assert comparison == {"agree": True, "detail": "both reject the node", "max_abs_diff": None}
+    assert comparison == {
+        "agree": True,
+        "detail": "both reject the node",
+        "max_abs_diff": None,
+        "harness": False,
+    }
 
 
 def test_gemm_bias_that_openvino_broadcasts_both_ways(tmp_path):
@@ -337,7 +343,13 @@ def test_ir_pdpd_subtract_whose_axis_the_cpu_plugin_loses(tmp_path):
     # The spec: B [2] covers A's axis 0, so the result is A's shape [2,1].
     assert node["results"]["bcast"]["shape"] == "[2,1]"
     assert node["comparisons"]["openvino"]["agree"] is False
-    assert data["summary"] == {"nodes": 1, "compared": 1, "skipped": 0, "disagreements": 1}
+    assert data["summary"] == {
+        "nodes": 1,
+        "compared": 1,
+        "skipped": 0,
+        "disagreements": 1,
+        "harness_errors": 0,
+    }
 
 
 def test_ir_bcast_values_are_the_spec_pdpd_subtract(tmp_path):
@@ -458,7 +470,13 @@ def test_a_node_too_large_for_memory_is_skipped_not_run(tmp_path):
     assert (skipped["node"], skipped["op"], skipped["kind"]) == ("wide", "Add", "too-large")
     assert "memory limit" in skipped["reason"]
     assert any(n.startswith("wide (Add): too large to run") for n in data["notes"])
-    assert data["summary"] == {"nodes": 0, "compared": 0, "skipped": 1, "disagreements": 0}
+    assert data["summary"] == {
+        "nodes": 0,
+        "compared": 0,
+        "skipped": 1,
+        "disagreements": 0,
+        "harness_errors": 0,
+    }
     result = run("verify", path)
     assert result.exit_code == 2
     assert "nothing verified" in result.stdout
@@ -528,13 +546,13 @@ def test_ir_node_with_a_huge_dim_is_skipped_not_run(tmp_path):
     assert "memory limit" in skipped["reason"]
 
 
-# -- operators bcast cannot run ------------------------------------------------------------
+# -- operators bcast.ops lacks, and nodes verify cannot run -------------------------------
 
 I32 = TensorProto.INT32
 U32 = TensorProto.UINT32
 
 
-def _unsupported(path: Path, *, with_add: bool = False) -> str:
+def _reference_ops(path: Path) -> str:
     nodes = [
         helper.make_node("Mod", ["i", "j"], ["mod"], name="mod"),
         helper.make_node("BitwiseAnd", ["i", "j"], ["band"], name="band"),
@@ -542,16 +560,7 @@ def _unsupported(path: Path, *, with_add: bool = False) -> str:
         helper.make_node("LessOrEqual", ["i", "j"], ["le"], name="le"),
         helper.make_node("BitShift", ["u", "v"], ["shift"], name="shift", direction="LEFT"),
     ]
-    if with_add:
-        nodes.append(helper.make_node("Add", ["x", "b"], ["sum"], name="add"))
-    inputs = [
-        _vi("i", [2, 3], I32),
-        _vi("j", [3], I32),
-        _vi("u", [2, 3], U32),
-        _vi("v", [3], U32),
-        _vi("x", [2, 3]),
-        _vi("b", [3]),
-    ]
+    inputs = [_vi("i", [2, 3], I32), _vi("j", [3], I32), _vi("u", [2, 3], U32), _vi("v", [3], U32)]
     outputs = [_vi(n.output[0], None, TensorProto.UNDEFINED) for n in nodes]
     graph = helper.make_graph(nodes, "g", inputs, outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
@@ -560,68 +569,91 @@ def _unsupported(path: Path, *, with_add: bool = False) -> str:
     return str(path)
 
 
-def test_every_broadcasting_node_not_run_gets_a_note_and_nothing_verified_exits_2(tmp_path):
-    path = _unsupported(tmp_path / "ops.onnx")
-    code, data = verify_json(path, "--runtime", "onnxruntime")
-    assert code == 2
-    assert data["nodes"] == []
-    assert [(s["node"], s["kind"]) for s in data["skipped"]] == [
-        (name, "unsupported") for name in ("mod", "band", "ge", "le", "shift")
-    ]
-    for name, op in [("mod", "Mod"), ("shift", "BitShift"), ("ge", "GreaterOrEqual")]:
-        assert any(note.startswith(f"{name} ({op}):") for note in data["notes"])
-    result = run("verify", path, "--runtime", "onnxruntime")
-    assert result.exit_code == 2
-    assert "nothing verified" in result.stdout
-    assert "every runtime agrees" not in result.stdout
+def test_operators_bcast_ops_lacks_run_with_bcasts_broadcasting_and_agree(tmp_path):
+    # bcast's side: broadcast by bcast's rules, NumPy's kernels (bcast.models.reference).
+    code, data = verify_json(_reference_ops(tmp_path / "ops.onnx"), "--runtime", "onnxruntime")
+    assert code == 0
+    assert data["skipped"] == []
+    assert [n["node"] for n in data["nodes"]] == ["mod", "band", "ge", "le", "shift"]
+    for node in data["nodes"]:
+        assert node["results"]["onnxruntime"]["shape"] == "[2,3]"
+        assert node["comparisons"]["onnxruntime"]["agree"] is True, node
 
 
 @pytest.mark.parametrize(
-    ("op", "opset", "inputs", "reason"),
-    [
-        pytest.param(
-            "LayerNormalization",
-            17,
-            [_vi("x", [2, 3, 4]), _vi("scale", [4]), _vi("bias", [4])],
-            "bcast.ops has no such operator",
-            id="layernorm",
-        ),
-        pytest.param(
-            "Add",
-            6,
-            [_vi("x", [2, 3]), _vi("scale", [2, 3])],
-            "legacy `broadcast` attribute",
-            id="add-opset-6",
-        ),
-    ],
+    ("scale", "runs"),
+    [pytest.param([4], True, id="scale-4"), pytest.param([3], False, id="scale-3")],
 )
-def test_a_broadcasting_node_verify_cannot_run_is_noted_not_passed_over(
-    tmp_path, op, opset, inputs, reason
-):
-    # Both are broadcasting nodes for the checker (the reader gives them a rule); verify
-    # runs neither, and must say so rather than report "no broadcasting node".
-    node = helper.make_node(op, [i.name for i in inputs], ["y"], name="node")
+def test_layer_normalization_runs_against_onnxruntime(tmp_path, scale, runs):
+    node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"], name="ln")
+    inputs = [_vi("x", [2, 3, 4]), _vi("scale", scale), _vi("bias", [4])]
     graph = helper.make_graph([node], "g", inputs, [_vi("y", None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "ln.onnx")
+    code, data = verify_json(str(tmp_path / "ln.onnx"), "--runtime", "onnxruntime")
+    assert code == 0
+    ((node),) = data["nodes"]
+    ours, theirs = node["results"]["bcast"], node["results"]["onnxruntime"]
+    assert (theirs["error"] is None) is runs  # onnxruntime's verdict on the shapes
+    assert (ours["error"] is None) is runs
+    assert node["comparisons"]["onnxruntime"]["agree"] is True
+    if not runs:
+        assert "Scale must equal X or be 1" in ours["error"]
+
+
+def test_a_broadcasting_node_verify_cannot_run_is_noted_not_passed_over(tmp_path):
+    # A broadcasting node for the checker (opset 6 Add: the legacy `broadcast` attribute);
+    # verify does not run it, and must say so rather than report "no broadcasting node".
+    inputs = [_vi("x", [2, 3]), _vi("scale", [2, 3])]
+    node = helper.make_node("Add", [i.name for i in inputs], ["y"], name="node")
+    graph = helper.make_graph([node], "g", inputs, [_vi("y", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)])
     model.ir_version = 8
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
     code, data = verify_json(str(path), "--runtime", "onnxruntime")
     assert code == 2  # a broadcasting node, none verified
     ((skipped),) = data["skipped"]
-    assert (skipped["node"], skipped["op"], skipped["kind"]) == ("node", op, "unsupported")
-    assert reason in skipped["reason"]
+    assert (skipped["node"], skipped["op"], skipped["kind"]) == ("node", "Add", "unsupported")
+    assert "legacy `broadcast` attribute" in skipped["reason"]
+    result = run("verify", str(path), "--runtime", "onnxruntime")
+    assert result.exit_code == 2
+    assert "nothing verified" in result.stdout
 
 
 def test_nodes_not_run_are_noted_beside_those_that_agree(tmp_path):
-    path = _unsupported(tmp_path / "ops.onnx", with_add=True)
+    # The Expand's target is a graph input of unknown length: no concrete target to run.
+    nodes = [
+        helper.make_node("Add", ["x", "b"], ["sum"], name="add"),
+        helper.make_node("Expand", ["x", "s"], ["big"], name="expand"),
+    ]
+    inputs = [_vi("x", [2, 3]), _vi("b", [3]), _vi("s", None, TensorProto.INT64)]
+    path = _save(tmp_path / "m.onnx", nodes, inputs)
     code, data = verify_json(path, "--runtime", "onnxruntime")
     assert code == 0
     assert [n["node"] for n in data["nodes"]] == ["add"]
-    assert data["summary"] == {"nodes": 1, "compared": 1, "skipped": 5, "disagreements": 0}
+    assert data["summary"]["skipped"] == 1
     result = run("verify", path, "--runtime", "onnxruntime")
-    assert "mod (Mod): bcast.ops has no such operator; skipped" in result.stdout
-    assert "5 skipped" in result.stdout
+    assert "expand (Expand): the computed target shape 's' has unknown length; skipped" in (
+        result.stdout.replace("\n", "")
+    )
+    assert "1 skipped" in result.stdout
+
+
+def test_an_expand_with_a_computed_target_runs_on_the_propagated_values(tmp_path):
+    # target = Shape(m): its values are m's shape [2,1,3], known after propagation.
+    nodes = [
+        helper.make_node("Shape", ["m"], ["target"], name="shape"),
+        helper.make_node("Expand", ["x", "target"], ["y"], name="expand"),
+    ]
+    path = _save(tmp_path / "m.onnx", nodes, [_vi("x", [4, 1]), _vi("m", [2, 1, 3])])
+    code, data = verify_json(path, "--runtime", "onnxruntime")
+    assert code == 0
+    ((node),) = data["nodes"]
+    assert node["node"] == "expand"
+    assert node["results"]["onnxruntime"]["shape"] == "[2,4,3]"
+    assert node["comparisons"]["onnxruntime"]["agree"] is True
 
 
 def test_a_model_without_broadcasting_nodes_exits_0_and_says_so(tmp_path):
@@ -775,3 +807,63 @@ def test_a_scalar_input_is_fed_as_a_0d_array_to_every_runtime(tmp_path, elem, op
     for runtime in ("onnxruntime", "openvino"):
         assert node["results"][runtime]["error"] is None, node["results"][runtime]
         assert node["results"][runtime]["shape"] == "[2,3]"
+
+
+# -- harness errors: bcast's own, never the runtime's --------------------------------------
+
+
+def _untyped_output(real):
+    """Wrap one_node_model so that it declares the output UNDEFINED (the issue 14 bug)."""
+
+    def build(*args, **kwargs):
+        model = real(*args, **kwargs)
+        model.graph.output[0].type.tensor_type.elem_type = TensorProto.UNDEFINED
+        return model
+
+    return build
+
+
+@pytest.mark.parametrize("checked", [True, False], ids=["caught-by-bcast", "said-by-ort"])
+def test_a_malformed_request_is_a_harness_error_not_the_runtimes_rejection(
+    tmp_path, monkeypatch, checked
+):
+    import bcast.onnx.verify as onnx_verify
+
+    monkeypatch.setattr(onnx_verify, "one_node_model", _untyped_output(onnx_verify.one_node_model))
+    if not checked:  # onnxruntime itself says "Invalid tensor data type 0."
+        monkeypatch.setattr(onnx_verify, "check_request", lambda model, feeds: None)
+    path = _save(tmp_path / "add.onnx", [helper.make_node("Add", ["x", "b"], ["y"], name="add")],
+                 [_vi("x", [2, 3]), _vi("b", [3])])  # fmt: skip
+    code, data = verify_json(path, "--runtime", "onnxruntime")
+    assert code == 1
+    (node,) = data["nodes"]
+    comparison = node["comparisons"]["onnxruntime"]
+    assert comparison["harness"] is True and comparison["agree"] is False
+    assert "bcast's harness failed" in comparison["detail"]
+    assert "rejects" not in comparison["detail"]
+    assert node["results"]["onnxruntime"]["harness"] is True
+    assert data["summary"]["harness_errors"] == 1 and data["summary"]["disagreements"] == 0
+    result = run("verify", path, "--runtime", "onnxruntime")
+    assert result.exit_code == 1
+    assert "1 harness error" in result.stdout and "every runtime agrees" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    "elem",
+    [TensorProto.INT64, TensorProto.BOOL, TensorProto.FLOAT16, TensorProto.DOUBLE, I32],
+    ids=["int64", "bool", "float16", "double", "int32"],
+)
+def test_every_input_is_fed_in_the_dtype_the_model_declares(tmp_path, elem):
+    op = "And" if elem == TensorProto.BOOL else "Equal"
+    node = helper.make_node(op, ["x", "s"], ["y"], name="node")
+    inputs = [_vi("x", [2, 3], elem), _vi("s", [], elem)]
+    graph = helper.make_graph([node], "g", inputs, [_vi("y", None, TensorProto.BOOL)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "m.onnx")
+    code, data = verify_json(str(tmp_path / "m.onnx"))
+    assert code == 0, data
+    (node_run,) = data["nodes"]
+    for runtime in data["runtimes"]:
+        assert node_run["results"][runtime]["shape"] == "[2,3]"
+        assert node_run["comparisons"][runtime]["agree"] is True

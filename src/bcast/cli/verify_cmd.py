@@ -67,18 +67,21 @@ def verify(
     difference, or which side raised an error. An IR runs in openvino only, with its
     attributes as written (a pdpd node without an axis: OpenVINO reads 0, bcast -1).
 
-    A broadcasting node that cannot be run is skipped with a note: an operator bcast does
-    not implement (ONNX Mod, BitShift, the Bitwise ops, GreaterOrEqual, LessOrEqual,
-    LayerNormalization, RMSNormalization), the legacy `broadcast` attribute of opset 6, no
-    concrete shapes, or inputs and outputs larger than the memory limit (the available
-    memory; checked before any input is drawn). ONNX external data is read only from
-    files inside the model's folder. A --dim whose name no dim of the model has is
-    reported with a warning.
+    Operators bcast.ops lacks (ONNX Mod, BitShift, the Bitwise ops, GreaterOrEqual,
+    LessOrEqual, LayerNormalization, RMSNormalization; OpenVINO GreaterEqual, LessEqual,
+    NotEqual, FloorMod, Mod, SquaredDifference, the Bitwise ops) run with bcast's
+    broadcasting and NumPy's arithmetic. A broadcasting node that cannot be run is skipped
+    with a note: the legacy `broadcast` attribute of opset 6, no concrete shapes (an input
+    of unknown rank, a computed target of unknown length), or inputs and outputs larger
+    than the memory limit (the available memory; checked before any input is drawn). ONNX
+    external data is read only from files inside the model's folder. A --dim whose name
+    no dim of the model has is reported with a warning.
 
     Exit status: 0 every runtime agrees with bcast on the nodes run (or the model has no
-    broadcasting node), 1 disagreements found, 2 unusable input: unreadable, or
-    broadcasting nodes of which none could be run and compared (nothing verified; the
-    report still says why for each node).
+    broadcasting node), 1 disagreements found or a harness error (bcast could not make a
+    well-formed request of a runtime: its own bug, never reported as the runtime's), 2
+    unusable input: unreadable, or broadcasting nodes of which none could be run and
+    compared (nothing verified; the report still says why for each node).
     """
     wanted = [r.strip() for r in runtimes.split(",") if r.strip()]
     unknown = [r for r in wanted if r not in RUNTIMES]
@@ -106,7 +109,7 @@ def verify(
         emit_json(outcome.to_json())
     else:
         _render_verify(stdout_console(), outcome)
-    if outcome.disagreements:
+    if outcome.disagreements or outcome.harness_errors:
         exit_with(ExitCode.FINDINGS)
     if outcome.nothing_verified:
         reason = "no broadcasting node could be run and compared with a runtime"
@@ -147,16 +150,26 @@ def _render_verify(console: Console, outcome: Verification) -> None:
             result = node.results.get(name)
             comparison = node.comparisons.get(name)
             text = Text(result.text() if result else "-")
-            if comparison is not None and not comparison.agree:
+            if comparison is not None and comparison.harness:
+                text = Text(f"{text.plain}\n! {comparison.detail}", style="bold magenta")
+            elif comparison is not None and not comparison.agree:
                 text = Text(f"{text.plain}\n≠ {comparison.detail}", style="bold red")
             cells.append(text)
         table.add_row(*cells)
     if outcome.nodes:
         console.print(table)
     skipped = f"; {len(outcome.skipped)} skipped (see the notes)" if outcome.skipped else ""
+    if outcome.harness_errors:
+        line = (
+            f"{plural(outcome.harness_errors, 'harness error')}: bcast could not run a node "
+            "in a runtime (bcast's own error, not the runtime's)"
+        )
+        console.print(Text(line, style="bold magenta"))
     if outcome.disagreements:
         line = plural(outcome.disagreements, "disagreement") + " found" + skipped
         console.print(Text(line, style="bold red"))
+    elif outcome.harness_errors:
+        console.print(Text("no disagreement found" + skipped, style="bold magenta"))
     elif outcome.nothing_verified:
         line = (
             "nothing verified: no broadcasting node could be run and compared with a runtime"

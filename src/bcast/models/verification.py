@@ -30,6 +30,7 @@ __all__ = [
     "ATOL",
     "RTOL",
     "Comparison",
+    "HarnessError",
     "NO_OPERATOR",
     "NodeRun",
     "Result",
@@ -52,6 +53,23 @@ _ALLOCATION_FAILED: Final = re.compile(
     r"failed to allocate|bad_alloc|out of memory|cannot allocate memory", re.IGNORECASE
 )
 """How the runtimes say an allocation failed (onnxruntime's arena, OpenVINO, C++)."""
+_MALFORMED_REQUEST: Final = re.compile(
+    r"Invalid tensor data type|Unexpected input data type|Got invalid dimensions for input"
+    r"|Invalid rank for input|Unable to handle object of type|are missing from input feed"
+    r"|Invalid input name|Invalid Feed Input Name|input tensor size is not equal to the model"
+    r"|Port for tensor name .* was not found",
+    re.IGNORECASE,
+)
+"""How the runtimes say the request itself was malformed: the harness's fault, not theirs."""
+
+
+class HarnessError(RuntimeError):
+    """bcast's verifier could not build a well-formed request for a node (its own bug).
+
+    Raised before a runtime is called (an input without an element type, a feed that does
+    not match the input it is fed to); `attempt` records it as a harness error, a distinct
+    outcome that is never blamed on the runtime.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,31 +79,39 @@ class Result:
     value: npt.NDArray[Any] | None = None
     error: str | None = None
     out_of_memory: bool = False
+    harness: bool = False
+    """The error is bcast's own harness's (a malformed request), not the side's verdict."""
 
     def text(self) -> str:
         """Return the shape as text (``[2,3] float32``), or ``error: ...``."""
         if self.value is None:
-            return f"error: {self.error}"
+            return f"{'harness error' if self.harness else 'error'}: {self.error}"
         return f"{Shape(self.value.shape)} {self.value.dtype}"
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"shape", "dtype", "error"}`` as plain JSON data."""
         if self.value is None:
-            return {"shape": None, "dtype": None, "error": self.error}
+            return {"shape": None, "dtype": None, "error": self.error, "harness": self.harness}
         return {
             "shape": str(Shape(self.value.shape)),
             "dtype": str(self.value.dtype),
             "error": None,
+            "harness": False,
         }
 
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """How a runtime's result compares with bcast's."""
+    """How a runtime's result compares with bcast's.
+
+    ``harness`` is True when bcast's own harness failed to make a well-formed request:
+    ``agree`` is then False, but it is no disagreement (`Verification.harness_errors`).
+    """
 
     agree: bool
     detail: str
     max_abs_diff: float | None = None
+    harness: bool = False
 
 
 class Skip(str, Enum):
@@ -151,7 +177,12 @@ class NodeRun:
             "axis": self.axis,
             "results": {k: r.to_json() for k, r in self.results.items()},
             "comparisons": {
-                k: {"agree": c.agree, "detail": c.detail, "max_abs_diff": c.max_abs_diff}
+                k: {
+                    "agree": c.agree,
+                    "detail": c.detail,
+                    "max_abs_diff": c.max_abs_diff,
+                    "harness": c.harness,
+                }
                 for k, c in self.comparisons.items()
             },
         }
@@ -173,12 +204,19 @@ class Verification:
     @property
     def disagreements(self) -> int:
         """Return the number of (node, runtime) pairs that disagree with bcast."""
-        return sum(1 for n in self.nodes for c in n.comparisons.values() if not c.agree)
+        return sum(
+            1 for n in self.nodes for c in n.comparisons.values() if not (c.agree or c.harness)
+        )
+
+    @property
+    def harness_errors(self) -> int:
+        """Return the number of (node, runtime) pairs that bcast's harness failed to run."""
+        return sum(1 for n in self.nodes for c in n.comparisons.values() if c.harness)
 
     @property
     def compared(self) -> int:
         """Return the number of nodes run and compared with at least one runtime."""
-        return sum(1 for n in self.nodes if n.comparisons)
+        return sum(1 for n in self.nodes if any(not c.harness for c in n.comparisons.values()))
 
     @property
     def nothing_verified(self) -> bool:
@@ -217,34 +255,72 @@ class Verification:
                 "compared": self.compared,
                 "skipped": len(self.skipped),
                 "disagreements": self.disagreements,
+                "harness_errors": self.harness_errors,
             },
             "error": None,
         }
 
 
 def attempt(call: Any, *args: Any, **kwargs: Any) -> Result:
-    """Call ``call(*args, **kwargs)``; its value or its error (one line) as a `Result`."""
+    """Call ``call(*args, **kwargs)``; its value or its error (one line) as a `Result`.
+
+    A `HarnessError`, or a runtime saying that the request itself was malformed (an input
+    of the wrong type or shape, a tensor type it does not know), is a harness error.
+
+    >>> attempt(lambda: (_ for _ in ()).throw(HarnessError("x has no element type"))).text()
+    'harness error: x has no element type'
+    """
     try:
         value = call(*args, **kwargs)
     except BroadcastError as err:  # bcast: the summary line, not the picture
         return Result(error=err.summary)
     except MemoryError as err:  # bcast's MemoryLimitError, or an allocation that failed
         return Result(error=error_line(err), out_of_memory=True)
+    except HarnessError as err:
+        return Result(error=error_line(err), harness=True)
     except Exception as err:  # a runtime's failure is a result to compare, not a crash
-        failed = bool(_ALLOCATION_FAILED.search(str(err)))
-        return Result(error=error_line(err), out_of_memory=failed)
+        text = str(err)
+        failed = bool(_ALLOCATION_FAILED.search(text))
+        malformed = bool(_MALFORMED_REQUEST.search(text))
+        return Result(error=error_line(err), out_of_memory=failed, harness=malformed)
     if isinstance(value, tuple):
         value = value[0]
     return Result(value=np.asarray(value))
 
 
 def error_line(err: Exception) -> str:
-    """Return the informative line of a runtime's error message."""
+    r"""Return the informative line of a runtime's error message.
+
+    onnxruntime: what the kernel said (after ``Status Message:``). OpenVINO: the reason
+    with the node and the input shapes it validated, not its summary line
+    (``-- Conversion is failed for: Add-17``). Otherwise the last line. At most 300
+    characters.
+
+    >>> text = (
+    ...     "-- Add-17 with a message:\nWhile validating node 'opset1::Add Add_3 "
+    ...     "(Parameter a[0]:f32[31], Parameter b[0]:f32[32]) -> (dynamic[...])' with "
+    ...     "friendly_name 'Add_3':\nArgument shapes are inconsistent.\n\nSummary:\n"
+    ...     "-- Conversion is failed for: Add-17"
+    ... )
+    >>> print(error_line(RuntimeError(text)))  # doctest: +NORMALIZE_WHITESPACE
+    Argument shapes are inconsistent. (validating opset1::Add Add_3
+    (Parameter a[0]:f32[31], Parameter b[0]:f32[32]))
+    """
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
     message = lines[-1] if lines else type(err).__name__
+    validating = [i for i, ln in enumerate(lines) if ln.startswith("While validating node '")]
+    if validating:  # OpenVINO: the reason after the node it validated, with its shapes
+        at = validating[-1]
+        node = lines[at][len("While validating node '") :]
+        node = re.split(r" -> |' with friendly_name", node, maxsplit=1)[0].rstrip("':")
+        reason = lines[at + 1] if at + 1 < len(lines) else "validation failed"
+        message = f"{reason} (validating {node})"
+    elif message.startswith("-- Conversion is failed for"):  # OpenVINO's summary line
+        kept = [ln for ln in lines if not ln.startswith(("Summary:", "-- Conversion is failed"))]
+        message = kept[-1] if kept else message
     if "Status Message:" in message:  # onnxruntime: keep what the kernel said
         message = message.split("Status Message:", 1)[1].strip()
-    return message if len(message) <= 200 else message[:197] + "..."
+    return message if len(message) <= 300 else message[:297] + "..."
 
 
 def out_of_memory(run: NodeRun) -> str | None:
@@ -280,7 +356,14 @@ def unused_dims(graphs: Iterable[Graph], dims: Mapping[str, int]) -> list[str]:
 
 
 def compare(ours: Result, theirs: Result, name: str) -> Comparison:
-    """Compare runtime ``name``'s result with bcast's: shapes, then values (or who failed)."""
+    """Compare runtime ``name``'s result with bcast's: shapes, then values (or who failed).
+
+    A harness error on either side is neither agreement nor disagreement: ``harness``.
+    """
+    for side, result in (("bcast", ours), (name, theirs)):
+        if result.harness:
+            detail = f"bcast's harness failed to run the node in {side}: {result.error}"
+            return Comparison(False, detail, harness=True)
     if ours.value is None and theirs.value is None:
         return Comparison(True, "both reject the node")
     if ours.value is None:

@@ -9,10 +9,24 @@ on their axis), else 2. The node then runs on the same random inputs in bcast
 (through its ONNX frontend, `bcast.openvino.runtime`). Results are compared by shape and
 value; an error on one side only is a disagreement too.
 
+The operators `bcast.ops` lacks (GreaterOrEqual, LessOrEqual, Mod, BitShift, the Bitwise
+ops, LayerNormalization, RMSNormalization) run on bcast's side through
+`bcast.models.reference`: broadcast by bcast's rules, computed by NumPy. An Expand whose
+target is computed in the graph runs on the target's values as propagation knows them
+(``graph.shape_values``), its unknown entries chosen as unknown dims are; only a target of
+unknown length cannot run. Each input is fed exactly as the one-node model declares it
+(dtype and shape; a 0-d input stays 0-d); a request that is not (bcast's own bug) is a
+harness error (`HarnessError`), never a runtime's rejection.
+
+Inputs whose rank or unnamed dims shape inference leaves unknown (after ``ai.onnx.ml``
+operators, a Concat after a computed Expand) take the shapes they really have: the part
+of the model that computes them runs in onnxruntime first (`bcast.onnx.probe`), on
+inputs of the same symbol values that the node's own symbols then take.
+
 A broadcasting node that cannot be run is skipped with a note (`Verification.skip`): an
-operator bcast does not implement (Mod, the Bitwise ops, GreaterOrEqual, LessOrEqual,
-BitShift), an input of unknown rank or a non-constant Expand target, or a node whose inputs
-and outputs would exceed bcast's memory limit (checked before any input is drawn).
+input of unknown rank that no probe measured, an Expand target of unknown length, or a
+node whose inputs and outputs would exceed bcast's memory limit (checked before any input
+is drawn).
 Initializers stored as external data are read from the model file's folder only: a location
 that is absolute, climbs out with ``..`` or resolves (through links) outside that folder is
 refused, and so is external data in a ``ModelProto`` given without a file.
@@ -34,7 +48,7 @@ from onnx import helper, numpy_helper
 
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
-from bcast.models import ModelError, Node, Rule, propagate_shapes
+from bcast.models import ModelError, Node, Rule, bind_dims, propagate_shapes
 from bcast.models.inputs import (
     alignment_of,
     concrete_shapes,
@@ -46,6 +60,7 @@ from bcast.models.inputs import (
 from bcast.models.verification import (
     NO_OPERATOR,
     Comparison,
+    HarnessError,
     NodeRun,
     Result,
     Skip,
@@ -55,11 +70,15 @@ from bcast.models.verification import (
     unused_dims,
 )
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
+from bcast.onnx.one_node import REFERENCE_OPS, check_request, one_node_model, run_reference
+from bcast.onnx.probe import Probed, is_open, probe_inputs, with_probe
 from bcast.onnx.reader import load_model, read_onnx
 
 __all__ = ["Comparison", "NodeRun", "Result", "Verification", "verify_model"]
 
-_RULES: Final = frozenset({Rule.MULTIDIRECTIONAL, Rule.GEMM, Rule.PRELU, Rule.EXPAND})
+_RULES: Final = frozenset(
+    {Rule.MULTIDIRECTIONAL, Rule.GEMM, Rule.PRELU, Rule.EXPAND, Rule.NORMALIZATION}
+)
 _POSITIVE_SECOND: Final = frozenset({"Div", "Pow", "Mod"})
 _LEGACY: Final = (
     "verify runs the broadcasting of opset 7 and later, not the legacy `broadcast` attribute"
@@ -113,6 +132,8 @@ def verify_model(
     graph = read_onnx(model)
     graph.path = path  # read from the proto: messages (a cycle) name the file
     shapes = propagate_shapes(graph, dims=dims)
+    computed = {k: bind_dims(v, dims or {}) for k, v in graph.shape_values.items()}
+    probed = probe_inputs(model, graph.nodes, shapes, _constant_tensors(model), dims or {}, seed)
     usable, notes = _runners(runtimes)
     outcome = Verification(path, list(usable), seed, notes=notes)
     outcome.unused_dims = unused_dims([graph], dims or {})
@@ -123,18 +144,18 @@ def verify_model(
     for index, node in enumerate(graph.nodes):
         if node.rule is None:  # not a broadcasting node
             continue
-        if node.op not in SUPPORTED_OPS:
+        if node.op not in SUPPORTED_OPS and node.op not in REFERENCE_OPS:
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, NO_OPERATOR)
             continue
         if node.rule not in _RULES:  # Add & co. before opset 7: the `broadcast` attribute
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, _LEGACY)
             continue
         operands = [shapes.get(name, Shape.dynamic()) if name else None for name in node.inputs]
-        planned = _concrete(node, operands, tensors)
+        planned = _concrete(node, operands, tensors, computed, probed)
         if isinstance(planned, str):
             outcome.skip(node.name, node.op, Skip.UNKNOWN_SHAPE, planned)
             continue
-        concrete, outputs = planned
+        concrete, outputs, fixed = planned
         itemsizes = [_itemsize(node, i, tensors, types) for i in range(len(node.inputs))]
         problem = memory_problem(
             zip(concrete, itemsizes, strict=True),
@@ -146,15 +167,21 @@ def verify_model(
             outcome.skip(node.name, node.op, Skip.TOO_LARGE, problem)
             continue
         rng = np.random.default_rng([seed, index])
-        feeds = _inputs(node, concrete, tensors, types, rng)
+        feeds = _inputs(node, concrete, tensors, types, rng, fixed)
         shown = tuple((name, Shape(concrete[i])) for i, name in enumerate(node.inputs) if name)
         run = NodeRun(node.name, node.op, shown)
         args = [feeds[name] for name in node.inputs if name]
-        run.results["bcast"] = attempt(run_node, protos[index], args, opset_version=opset)
-        one = _one_node_model(model, protos[index], feeds, tensors.protos, types, opset)
+        ours = run_node if node.op in SUPPORTED_OPS else run_reference
+        run.results["bcast"] = attempt(ours, protos[index], args, opset_version=opset)
+        try:
+            one: onnx.ModelProto | HarnessError = one_node_model(
+                model, protos[index], feeds, tensors.protos, opset
+            )
+        except Exception as err:  # bcast's own failure: no runtime is blamed for it
+            one = HarnessError(f"cannot build the one-node model: {err}")
         runtime_feeds = {k: v for k, v in feeds.items() if k not in tensors.protos}
         for name, runner in usable.items():
-            result = attempt(runner, one, runtime_feeds)
+            result = attempt(_request, runner, one, runtime_feeds)
             run.results[name] = result
             run.comparisons[name] = compare(run.results["bcast"], result, name)
         outcome.record(run)
@@ -185,6 +212,14 @@ def _runners(wanted: Sequence[str]) -> tuple[dict[str, _Runner], list[str]]:
                 continue
             found[name] = _openvino_runner(run_onnx_file)
     return found, notes
+
+
+def _request(runner: _Runner, model: onnx.ModelProto | HarnessError, feeds: Any) -> Any:
+    """Run ``runner`` on a request checked first to be well formed (else `HarnessError`)."""
+    if isinstance(model, HarnessError):
+        raise model
+    check_request(model, feeds)
+    return runner(model, feeds)
 
 
 def _run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, Any]) -> npt.NDArray[Any]:
@@ -272,42 +307,80 @@ class _Tensors:
         return root
 
 
+_Concrete = tuple[list[tuple[int, ...]], int, dict[int, npt.NDArray[Any]]]
+
+
 def _concrete(
-    node: Node, operands: Sequence[Shape | None], tensors: _Tensors
-) -> tuple[list[tuple[int, ...]], int] | str:
+    node: Node,
+    operands: Sequence[Shape | None],
+    tensors: _Tensors,
+    computed: Mapping[str, Shape],
+    probe: Probed = ({}, {}),
+) -> _Concrete | str:
     """Choose a concrete shape per input (unknown dims take a value that fits).
 
-    Returns the shapes and a bound of the output's elements (`output_elements`), or why
-    there are none.
+    Returns the shapes, a bound of the output's elements (`output_elements`) and the
+    values chosen for inputs that are not drawn at random (a computed Expand target), or
+    why there are none.
     """
     shapes: list[Shape] = []
-    for name, shape in zip(node.inputs, operands, strict=True):
+    probed, symbols = probe
+    chosen: dict[str, int] = {}
+    for index, (name, shape) in enumerate(zip(node.inputs, operands, strict=True)):
+        if shape is not None and name in probed and is_open(shape):
+            shape = with_probe(shape, probed[name])
+            chosen = dict(symbols)  # the node's symbols take the probe's values
         if name in tensors:
             shapes.append(Shape(max(int(d), 0) for d in tensors.protos[name].dims))
         elif shape is None:
             shapes.append(Shape(()))
-        elif shape.rank is None:
-            return "an input of unknown rank"
+        elif shape.rank is None and not (node.rule is Rule.EXPAND and index == 1):
+            return (
+                f"no rank is known for input {name!r}: shape inference gives none, and "
+                "running the model up to it in onnxruntime failed"
+            )
         else:
             shapes.append(shape)
     if node.rule is Rule.GEMM:
         gemm = _concrete_gemm(node, shapes)
         if gemm is None:
             return "an input of Gemm is not of rank 2"
-        return gemm
+        return (*gemm, {})
     if node.rule is Rule.EXPAND:
-        # The second input is the target's values, not an operand: align data with them.
-        target = node.inputs[1] if len(node.inputs) > 1 else ""
-        if target not in tensors:
-            return "a non-constant target shape"
+        return _concrete_expand(node, shapes, tensors, computed)
+    if node.rule is Rule.NORMALIZATION:  # Scale and B placed unidirectionally against X
+        x = shapes[0]
+        alignment: list[tuple[int | None, ...] | None] = [tuple(range(len(x.dims)))]
+        alignment += [alignment_of([x, s], Mode.UNIDIRECTIONAL)[1] for s in shapes[1:]]
+    else:
+        alignment = list(alignment_of(shapes))
+    concrete = concrete_shapes(shapes, alignment, chosen)
+    return concrete, output_elements(concrete, alignment), {}
+
+
+def _concrete_expand(
+    node: Node, shapes: Sequence[Shape], tensors: _Tensors, computed: Mapping[str, Shape]
+) -> _Concrete | str:
+    """Expand: data aligned with the target's values (constant, else as propagated)."""
+    target = node.inputs[1] if len(node.inputs) > 1 else ""
+    if target in tensors:
         if tensors.elements(target) > _MAX_TARGET:
             return f"a target shape of {tensors.elements(target)} values"
         values = Shape(max(int(v), 0) for v in tensors.array(target).reshape(-1))
         data = concrete_shapes([shapes[0], values], alignment_of([shapes[0], values]), {})[0]
-        return [data, shapes[1].to_tuple()], output_elements([data, values.to_tuple()])
-    alignment = alignment_of(shapes)
-    concrete = concrete_shapes(shapes, alignment, {})
-    return concrete, output_elements(concrete, alignment)
+        return [data, shapes[1].to_tuple()], output_elements([data, values.to_tuple()]), {}
+    values = computed.get(target, Shape.dynamic())
+    if values.rank is None:  # values unknown: the target's length still gives the rank
+        length = shapes[1].dims[0] if shapes[1].rank == 1 else None
+        if length is None or not length.is_static:
+            return f"the computed target shape {target!r} has unknown length"
+        values = Shape([None] * length.lo)
+    if values.rank is None or values.rank > _MAX_TARGET:
+        return f"a target shape of {values.rank} values"
+    pair = [shapes[0], values]
+    data, chosen = concrete_shapes(pair, alignment_of(pair), {})
+    fixed = {1: np.asarray(chosen, dtype=np.int64)}
+    return [data, (len(chosen),)], output_elements([data, chosen]), fixed
 
 
 def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> tuple[list[tuple[int, ...]], int] | None:
@@ -361,9 +434,23 @@ def _constant_tensors(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
 
 
 def _elem_type(node: Node, index: int, types: Mapping[str, int]) -> int:
-    """Return the input's ONNX element type: the model's, else bool (Where's condition), float."""
-    default = onnx.TensorProto.BOOL if node.op == "Where" and index == 0 else 1
-    return types.get(node.inputs[index], default)
+    """Return the input's ONNX element type as the model declares it.
+
+    Where the model does not know it: bool for Where's condition and And/Or/Xor, int64 for
+    Expand's target, else the known type of another input of the same type, else float.
+    """
+    known = types.get(node.inputs[index])
+    if known:
+        return known
+    if (node.op == "Where" and index == 0) or node.op in ("And", "Or", "Xor"):
+        return onnx.TensorProto.BOOL
+    if node.rule is Rule.EXPAND and index == 1:
+        return onnx.TensorProto.INT64
+    skip = 0 if node.op == "Where" else (1 if node.rule is Rule.EXPAND else -1)
+    for i, name in enumerate(node.inputs):
+        if i != skip and i != index and types.get(name):
+            return types[name]
+    return onnx.TensorProto.FLOAT
 
 
 def _itemsize(node: Node, index: int, tensors: _Tensors, types: Mapping[str, int]) -> int:
@@ -383,6 +470,7 @@ def _inputs(
     tensors: _Tensors,
     types: Mapping[str, int],
     rng: np.random.Generator,
+    fixed: Mapping[int, npt.NDArray[Any]],
 ) -> dict[str, npt.NDArray[Any]]:
     feeds: dict[str, npt.NDArray[Any]] = {}
     for index, name in enumerate(node.inputs):
@@ -391,31 +479,10 @@ def _inputs(
         if name in tensors:
             feeds[name] = tensors.array(name)
             continue
+        if index in fixed:
+            feeds[name] = fixed[index]
+            continue
         positive = (node.op in _POSITIVE_SECOND and index == 1) or (node.op == "Pow" and index == 0)
         dtype = helper.tensor_dtype_to_np_dtype(_elem_type(node, index, types))
         feeds[name] = random_array(concrete[index], dtype, rng, positive=positive)
     return feeds
-
-
-def _one_node_model(
-    model: onnx.ModelProto,
-    proto: onnx.NodeProto,
-    feeds: Mapping[str, npt.NDArray[Any]],
-    constants: Mapping[str, onnx.TensorProto],
-    types: Mapping[str, int],
-    opset: int,
-) -> onnx.ModelProto:
-    inputs, inits = [], []
-    for name, value in feeds.items():
-        if name in constants:
-            inits.append(numpy_helper.from_array(value, name))
-        else:
-            elem = helper.np_dtype_to_tensor_dtype(value.dtype)
-            inputs.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
-    outputs = [
-        helper.make_tensor_value_info(out, types.get(out, 0), None) for out in proto.output if out
-    ]
-    graph = helper.make_graph([proto], "one_node", inputs, outputs, inits)
-    single = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    single.ir_version = model.ir_version
-    return single

@@ -2,17 +2,24 @@
 
 `verify_ir` reads the IR (`bcast.openvino.reader`), propagates its shapes
 (`bcast.models.propagate_shapes`), and for every broadcasting node (the element-wise ops
-with ``auto_broadcast``, Select, Broadcast-1/-3 with a constant target, PRelu) builds a
-model of that node alone (`bcast.openvino.runtime.run_node`): the same operator version and
-the same ``<data>`` attributes as written in the file, an absent PDPD axis left absent
-(OpenVINO then reads 0), on concrete input shapes chosen as `bcast.onnx.verify` does. The
-node runs on random inputs in OpenVINO's CPU plugin and through `bcast.ops`, which reads an
-absent axis as the specification's -1, and places PRelu's slope per channel where it fits
-(`bcast.core.channels.channel_plan`). Every input but a Broadcast's target and
-``axes_mapping`` is a parameter of the one-node model (an IR constant is replaced by random
-values of its shape). Nodes that cannot be run are skipped with a note, as in
-`bcast.onnx.verify`: an operator bcast lacks, no concrete shapes, or inputs and outputs over
-bcast's memory limit (checked before any input is drawn).
+with ``auto_broadcast``, Select, Broadcast-1/-3, PRelu) builds a model of
+that node alone (`bcast.openvino.runtime.run_node`): the same operator version and the same
+``<data>`` attributes as written in the file, an absent PDPD axis left absent (OpenVINO then
+reads 0), on concrete input shapes chosen as `bcast.onnx.verify` does. The node runs on
+random inputs in OpenVINO's CPU plugin and through `bcast.ops`, which reads an absent axis
+as the specification's -1, and places PRelu's slope per channel where it fits
+(`bcast.core.channels.channel_plan`). Every input but a Broadcast's target and ``axes_mapping`` is a
+parameter of the one-node model (an IR constant is replaced by random values of its shape).
+The element-wise operators `bcast.ops` lacks (GreaterEqual, LessEqual, NotEqual, FloorMod,
+Mod, SquaredDifference, the Bitwise ops) run on bcast's side through
+`bcast.models.reference` (bcast's broadcasting, NumPy's arithmetic). A Broadcast whose
+target is computed in the IR (ShapeOf -> Concat) runs on a target of the length its port
+declares, whose values are the output dims OpenVINO infers for the node (numpy mode: the
+output is the target; bidirectional: a target of the output's shape gives that output),
+unknown entries chosen as unknown dims are. Nodes that cannot be run are skipped with a
+note, as in `bcast.onnx.verify`: no concrete shapes (an input of unknown rank, a target
+of unknown length, explicit mode without a constant axes_mapping), or inputs and outputs
+over bcast's memory limit (checked before any input is drawn).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from bcast.models.inputs import (
     pick,
     random_array,
 )
+from bcast.models.reference import elementwise
 from bcast.models.verification import (
     NO_OPERATOR,
     NodeRun,
@@ -58,7 +66,15 @@ _BINARY: Final = {
 }  # fmt: skip
 """OpenVINO element-wise operators and the `bcast.ops` function of each."""
 _EXTREMA: Final = {"Maximum": "max", "Minimum": "min"}
-_SUPPORTED: Final = frozenset({*_BINARY, *_EXTREMA, "Select", "Broadcast", "PReLU", "PRelu"})
+_REFERENCE: Final = {
+    "GreaterEqual": "greater_equal", "LessEqual": "less_equal", "NotEqual": "not_equal",
+    "FloorMod": "floor_mod", "Mod": "truncated_mod", "SquaredDifference": "squared_difference",
+    "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
+}  # fmt: skip
+"""Element-wise operators `bcast.ops` lacks: `bcast.models.reference` kernels."""
+_SUPPORTED: Final = frozenset(
+    {*_BINARY, *_EXTREMA, *_REFERENCE, "Select", "Broadcast", "PReLU", "PRelu"}
+)
 _RULES: Final = frozenset({Rule.ELEMENTWISE, Rule.SELECT, Rule.BROADCAST, Rule.PRELU_CHANNEL})
 _LOGICAL: Final = frozenset({"LogicalAnd", "LogicalOr", "LogicalXor"})
 _INTEGERS: Final = {
@@ -128,17 +144,17 @@ def verify_ir(
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, NO_OPERATOR)
             continue
         operands = [shapes.get(name, Shape.dynamic()) for name in node.inputs]
-        concrete = _concrete(node, operands, graph)
-        if concrete is None:
-            reason = "an input of unknown rank or a non-constant target"
-            outcome.skip(node.name, node.op, Skip.UNKNOWN_SHAPE, reason)
+        planned = _concrete(node, operands, graph)
+        if isinstance(planned, str):
+            outcome.skip(node.name, node.op, Skip.UNKNOWN_SHAPE, planned)
             continue
+        concrete, targets = planned
         itemsizes = [np.dtype(_dtype(node, i, precisions)).itemsize for i in range(len(concrete))]
         if node.rule is Rule.BROADCAST:
             itemsizes[1:] = [8] * (len(concrete) - 1)  # target and axes_mapping: int64
         problem = memory_problem(
             zip(concrete, itemsizes, strict=True),
-            _output_elements(node, concrete, graph),
+            _output_elements(node, concrete, targets),
             itemsizes[0] if node.rule is Rule.BROADCAST else max(itemsizes),
             runtimes=1,
         )
@@ -151,7 +167,7 @@ def verify_ir(
                 f"{label}: no {key} attribute: OpenVINO reads axis 0, bcast the spec's -1"
             )
         rng = np.random.default_rng([seed, index])
-        arrays = _inputs(node, concrete, graph, precisions, rng)
+        arrays = _inputs(node, concrete, targets, precisions, rng)
         shown = tuple((n, Shape(a.shape)) for n, a in zip(node.inputs, arrays, strict=True))
         written = node.axis if node.mode is Mode.PDPD and node.axis_written else None
         attribute = "mode" if node.rule is Rule.BROADCAST else "auto_broadcast"
@@ -190,6 +206,8 @@ def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]]) -> Any:
     if node.op in _EXTREMA:
         a, b = broadcast_arrays(arrays[0], arrays[1], mode=mode, **axis)
         return getattr(ops, _EXTREMA[node.op])(a, b)
+    if node.op in _REFERENCE:
+        return elementwise(_REFERENCE[node.op], arrays[0], arrays[1], mode=mode, **axis)
     if node.op == "Select":
         cond, then, other = arrays
         if node.mode is Mode.PDPD:  # 'else' goes into 'then', then 'cond' into the result
@@ -206,13 +224,22 @@ def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]]) -> Any:
 # -- concrete shapes and inputs ------------------------------------------------------------
 
 
-def _concrete(node: Node, operands: Sequence[Shape], graph: Graph) -> list[tuple[int, ...]] | None:
-    """Choose a concrete shape per input: unknown dims take the size they meet."""
+_Targets = dict[int, tuple[int, ...]]
+"""The values of a Broadcast's target (1) and axes_mapping (2) inputs."""
+
+
+def _concrete(
+    node: Node, operands: Sequence[Shape], graph: Graph
+) -> tuple[list[tuple[int, ...]], _Targets] | str:
+    """Choose a concrete shape per input (unknown dims take the size they meet), or why not."""
     if node.rule is Rule.BROADCAST:
         return _concrete_broadcast(node, operands, graph)
-    if any(shape.rank is None for shape in operands):
-        return None
-    return concrete_shapes(operands, _alignment(node, operands), {})
+    unknown = [
+        name for name, shape in zip(node.inputs, operands, strict=True) if shape.rank is None
+    ]
+    if unknown:
+        return f"no rank is known for input {unknown[0]!r}"
+    return concrete_shapes(operands, _alignment(node, operands), {}), {}
 
 
 def _alignment(node: Node, operands: Sequence[Shape]) -> list[tuple[int | None, ...] | None]:
@@ -243,12 +270,12 @@ def _alignment(node: Node, operands: Sequence[Shape]) -> list[tuple[int | None, 
     return result
 
 
-def _output_elements(node: Node, concrete: Sequence[tuple[int, ...]], graph: Graph) -> int:
+def _output_elements(node: Node, concrete: Sequence[tuple[int, ...]], targets: _Targets) -> int:
     """Bound the output's elements: the target's (bidirectional: with data), else aligned."""
     if node.rule is not Rule.BROADCAST:
         shapes = [Shape(s) for s in concrete]
         return output_elements(concrete, _alignment(node, shapes))
-    target = graph.constants[node.inputs[1]]
+    target = targets[1]
     if node.mode is Mode.BIDIRECTIONAL:
         return output_elements([concrete[0], target])
     return math.prod(max(int(v), 0) for v in target)
@@ -256,29 +283,60 @@ def _output_elements(node: Node, concrete: Sequence[tuple[int, ...]], graph: Gra
 
 def _concrete_broadcast(
     node: Node, operands: Sequence[Shape], graph: Graph
-) -> list[tuple[int, ...]] | None:
+) -> tuple[list[tuple[int, ...]], _Targets] | str:
     names = node.inputs
-    target = graph.constants.get(names[1]) if len(names) > 1 else None
     data = operands[0]
-    if target is None or data.rank is None:
-        return None
+    if data.rank is None:
+        return f"no rank is known for input {names[0]!r}"
     if node.mode is Mode.EXPLICIT and node.axes_mapping is None:
-        return None
+        return "explicit mode without a constant axes_mapping"
+    chosen: dict[str, int] = {}
+    target = graph.constants.get(names[1]) if len(names) > 1 else None
+    if target is None:
+        target_or_why = _computed_target(node, operands, chosen)
+        if isinstance(target_or_why, str):
+            return target_or_why
+        target = target_or_why
     values = Shape(max(int(v), 0) for v in target)
     placed = _data_axes(node, data, values)
-    chosen: dict[str, int] = {}
     dims = []
     for i, dim in enumerate(data.dims):
         position = placed[i] if placed is not None and i < len(placed) else None
         meets = target[position] if position is not None and 0 <= position < len(target) else None
         dims.append(pick(dim, meets if meets != 1 else None, chosen))
     result = [tuple(dims), (len(target),)]
+    targets: _Targets = {1: tuple(target)}
     if len(names) > 2 and names[2]:
         mapping_values = graph.constants.get(names[2])
         if mapping_values is None:
-            return None
+            return "explicit mode without a constant axes_mapping"
         result.append((len(mapping_values),))
-    return result
+        targets[2] = tuple(mapping_values)
+    return result, targets
+
+
+def _computed_target(
+    node: Node, operands: Sequence[Shape], chosen: dict[str, int]
+) -> tuple[int, ...] | str:
+    """Choose the values of a target computed in the IR.
+
+    Its length is its port's; its values are the output dims OpenVINO infers, unknown ones
+    chosen as unknown dims are (symbols shared with the data).
+    """
+    name = node.inputs[1] if len(node.inputs) > 1 else ""
+    length = operands[1] if len(operands) > 1 else Shape.dynamic()
+    if length.rank != 1 or not length.dims[0].is_static:
+        return f"the computed target shape {name!r} has unknown length"
+    size = length.dims[0].lo
+    out = node.output_shapes[0] if node.output_shapes else Shape.dynamic()
+    if out.rank != size or node.mode is Mode.PDPD:
+        out = Shape([None] * size)
+    data = operands[0]
+    reference = {}  # a target dim OpenVINO leaves open meets the data's static dim
+    for axis, dim in zip(_data_axes(node, data, out) or (), data.dims, strict=False):
+        if axis is not None and dim.is_static and dim.lo != 1:
+            reference[axis] = dim.lo
+    return tuple(pick(d, reference.get(i), chosen) for i, d in enumerate(out.dims))
 
 
 def _data_axes(node: Node, data: Shape, target: Shape) -> tuple[int | None, ...] | None:
@@ -312,14 +370,14 @@ def _dtype(node: Node, index: int, precisions: Mapping[str, str]) -> npt.DTypeLi
 def _inputs(
     node: Node,
     concrete: Sequence[tuple[int, ...]],
-    graph: Graph,
+    targets: _Targets,
     precisions: Mapping[str, str],
     rng: np.random.Generator,
 ) -> list[npt.NDArray[Any]]:
     arrays = []
     for index, shape in enumerate(concrete):
         if node.rule is Rule.BROADCAST and index > 0:
-            arrays.append(np.asarray(graph.constants[node.inputs[index]], np.int64))
+            arrays.append(np.asarray(targets[index], np.int64))
             continue
         positive = (node.op in ("Divide", "Power") and index == 1) or (
             node.op == "Power" and index == 0

@@ -10,12 +10,26 @@ from typing import Any
 
 from bcast.arrays.libraries import shape_of
 from bcast.arrays.views import Array
+from bcast.core.errors import BroadcastError
 from bcast.core.planning import plan
+from bcast.core.plans import Plan
 from bcast.engine import execute
 from bcast.ops import _kernels
 from bcast.ops._common import check_operands
 
 __all__ = ["gemm", "prelu"]
+
+
+def _unidirectional(a: Any, b: Any, labels: tuple[str, str]) -> Plan:
+    """Plan B onto A unidirectionally; on failure, re-plan so the error names the roles.
+
+    The labels are passed only when the shapes fail: the common path hits the plan cache.
+    """
+    try:
+        return plan(a, b, mode="unidirectional")
+    except BroadcastError:
+        pass  # raised again below, outside this handler: no chained traceback
+    return plan(a, b, mode="unidirectional", labels=labels)
 
 
 def _scalar(name: str, value: object) -> float:
@@ -92,7 +106,7 @@ def gemm(
     >>> bcast.ops.gemm(a, b, np.ones((3,), np.float32))
     Traceback (most recent call last):
     ...
-    bcast.BroadcastError: unidirectional: cannot broadcast [2,4] and [3] at axis 1: ...
+    bcast.BroadcastError: unidirectional: cannot broadcast [2,4] and [3] at axis 1: ... (C must ...
     """
     scale, weight = _scalar("alpha", alpha), _scalar("beta", beta)
     flags = (_flag("trans_a", trans_a), _flag("trans_b", trans_b))
@@ -114,7 +128,7 @@ def gemm(
     if c is None:
         the_plan = plan((m, n))
         return execute("gemm", the_plan, kernel, (), dtype=checked.dtype, out=out, lib=checked.lib)
-    the_plan = plan((m, n), checked.lib.dims(c), mode="unidirectional")
+    the_plan = _unidirectional((m, n), checked.lib.dims(c), ("(M,N)", "C"))
     return execute(
         "gemm", the_plan, kernel, (c,), dtype=checked.dtype, out=out, lib=checked.lib, slots=(1,)
     )
@@ -166,10 +180,10 @@ def prelu(x: Array, slope: Array, /, *, out: Array | None = None) -> Any:
     >>> bcast.ops.prelu(np.array([-1.0, 1.0]), np.ones((2, 2)))
     Traceback (most recent call last):
     ...
-    bcast.BroadcastError: unidirectional: B [2,2] has rank 2, more than A [2] ...
+    bcast.BroadcastError: unidirectional: slope [2,2] has rank 2, more than X [2] ...
     """
     checked = check_operands("prelu", ("x", "slope"), (x, slope))
-    the_plan = plan(checked.lib.dims(x), checked.lib.dims(slope), mode="unidirectional")
+    the_plan = _unidirectional(checked.lib.dims(x), checked.lib.dims(slope), ("X", "slope"))
     return execute(
         "prelu",
         the_plan,
