@@ -10,6 +10,7 @@ manifest and in ``docs/real-models.md``). None of the expectations below comes f
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import onnx
@@ -27,9 +28,14 @@ FILES = MANIFEST["files"]
 ENTRIES = list(FILES.values()) if isinstance(FILES, dict) else FILES
 
 # Valid models with a real latent bug that bcast must keep reporting (not a false alarm):
-# BERT's position table has 64 rows; the dynamo export says so in its dims, Min(64, s41), and
-# onnxruntime runs sequence length 64 and fails at 65 (measured by tools/real_models).
-LATENT = {"bert_dynamo.onnx": ("node_add_18", 1)}
+# BERT's position table has 64 rows. The dynamo export says so in its dims, Min(64, s41); the
+# TorchScript export slices the table to the input's length (Slice ends = seq), which bcast
+# reads as Min(64, seq). onnxruntime runs sequence length 64 and fails at 65, at these nodes
+# (test_the_latent_bug_is_where_onnxruntime_fails below).
+LATENT = {
+    "bert_dynamo.onnx": ("node_add_18", 1),
+    "bert_torchscript.onnx": ("/model/embeddings/Add_1", 1),
+}
 
 
 def _needs(entry: dict) -> None:
@@ -145,3 +151,25 @@ def test_nodes_left_unchecked_after_an_error_say_so() -> None:
     (error,) = report.errors
     assert report.unchecked
     assert all(f"the error at Add {error.node!r}" in u.reason for u in report.unchecked)
+
+
+@pytest.mark.parametrize("name", sorted(LATENT))
+def test_the_latent_bug_is_where_onnxruntime_fails(name: str) -> None:
+    # The warning says "fails when <seq> > 64" at a node: onnxruntime runs the model at
+    # sequence length 64 and fails at 65, naming that node.
+    ort = pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    node, axis = LATENT[name]
+    (warning,) = [f for f in bcast.check(REAL / name).findings if f.severity is Severity.WARNING]
+    assert (warning.node, warning.axis) == (node, axis)
+    assert "> 64" in warning.reason
+    session = ort.InferenceSession(str(REAL / name), providers=["CPUExecutionProvider"])
+
+    def run(seq: int) -> None:
+        feeds = {i.name: np.ones((2, seq), np.int64) for i in session.get_inputs()}
+        session.run(None, feeds)
+
+    run(64)
+    with pytest.raises(Exception, match=re.escape(node)):
+        run(65)

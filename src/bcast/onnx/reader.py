@@ -158,7 +158,7 @@ class _Reader:
                 if not better:
                     break
                 # ONNX's inference goes on from what bcast knows (see bcast.onnx.refine).
-                with_shapes(main, better, elem_types(main, peer))
+                with_shapes(main, better, elem_types(main, peer), graph.expressions)
                 seeded.update(better)
             return graph
         finally:  # the model is left as it came

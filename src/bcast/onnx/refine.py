@@ -21,9 +21,10 @@ from typing import Final
 import onnx
 
 from bcast.core.dim import Dim
+from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.models import Graph, ModelError, propagate_shapes
-from bcast.onnx.protos import attribute
+from bcast.onnx.protos import attribute, symbol
 from bcast.onnx.values import Value, shape_tensor_values
 
 __all__ = ["better_shapes", "elem_types", "more_precise", "reshape_output", "with_shapes"]
@@ -184,6 +185,8 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
         inputs = [values.get(name, Shape.dynamic()) for name in node_proto.input]
         if node_proto.domain == _ML:
             ours: Sequence[Shape | None] | None = _ml_shapes(node_proto, inputs)
+        elif node_proto.op_type == "Slice" and len(inputs) > 2:
+            ours = [_slice(graph, node_proto, inputs[0], tensors)]
         elif node_proto.op_type == "Reshape" and len(inputs) > 1:
             ours = [_reshape(tensors.get(node_proto.input[1]), node_proto, inputs[0])]
         elif node.rule is not None:
@@ -198,6 +201,37 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
             if better is not None:
                 found[node_proto.output[index]] = better
     return found
+
+
+def _slice(
+    graph: Graph, proto: onnx.NodeProto, data: Shape, tensors: Mapping[str, Value]
+) -> Shape | None:
+    """Slice's output where an end is a symbol: ``x[:, :seq]`` of 64 rows is ``Min(64, seq)``.
+
+    Exporters slice a buffer (position ids, a causal mask) to the input's length; ONNX's
+    inference leaves that dim unknown, the dynamo exporter writes ``Min(64, s41)``. Only
+    the plain case is taken: one axis, step 1, start 0, a static data dim and an end that is
+    a symbol (a dim is never negative, so Slice's clamping is the Min).
+    """
+    if data.rank is None:
+        return None
+    ins = [tensors.get(name) if name else None for name in proto.input]
+    starts, ends = ins[1], ins[2]
+    axes = ins[3] if len(ins) > 3 and ins[3] is not None else (0,)
+    steps = ins[4] if len(ins) > 4 and ins[4] is not None else (1,)
+    if starts is None or ends is None or not (len(starts) == len(ends) == len(axes) == 1):
+        return None
+    axis, start, end, step = axes[0], starts[0], ends[0], steps[0]
+    if not isinstance(axis, int) or isinstance(axis, bool) or step != 1 or start != 0:
+        return None
+    axis = axis + data.rank if axis < 0 else axis
+    if not 0 <= axis < data.rank or not isinstance(end, Dim) or end.name is None:
+        return None
+    size = data.dims[axis]
+    if not size.is_static:
+        return None
+    named = symbol(f"Min({size.lo}, {end.name})", frozenset(), graph.expressions)
+    return Shape((*data.dims[:axis], named, *data.dims[axis + 1 :]))
 
 
 def _reshape(target: Value | None, proto: onnx.NodeProto, data: Shape) -> Shape | None:
@@ -237,8 +271,19 @@ def elem_types(proto: onnx.GraphProto, inferred: onnx.GraphProto | None) -> dict
     return types
 
 
+def _dim_param(dim: Dim, expressions: Mapping[str, Expr]) -> str | None:
+    """Write a dim as ONNX does: an expression by its text, so that it reads back as one."""
+    if dim.name is None:
+        return None
+    found = expressions.get(dim.name)
+    return str(found) if found is not None else dim.name
+
+
 def with_shapes(
-    proto: onnx.GraphProto, shapes: Mapping[str, Shape], types: Mapping[str, int]
+    proto: onnx.GraphProto,
+    shapes: Mapping[str, Shape],
+    types: Mapping[str, int],
+    expressions: Mapping[str, Expr],
 ) -> None:
     """Write ``shapes`` into ``proto.value_info`` (replacing entries of the same names)."""
     keep = [v for v in proto.value_info if v.name not in shapes]
@@ -248,7 +293,7 @@ def with_shapes(
         if not types.get(name):  # no element type known: ONNX would reject the entry
             continue
         dims = [
-            d.lo if d.is_static else (d.name if d.name is not None else None)
+            d.lo if d.is_static else _dim_param(d, expressions)
             for d in shape.dims  # a rank-known shape: better_shapes never gives [...]
         ]
         proto.value_info.append(onnx.helper.make_tensor_value_info(name, types[name], dims))
