@@ -25,6 +25,7 @@ import numpy.typing as npt
 from bcast.core.errors import BroadcastError
 from bcast.core.shape import Shape
 from bcast.models.graph import Graph
+from bcast.models.isolation import IsolationError
 
 __all__ = [
     "ATOL",
@@ -223,9 +224,15 @@ class Verification:
 
 
 def attempt(call: Any, *args: Any, **kwargs: Any) -> Result:
-    """Call ``call(*args, **kwargs)``; its value or its error (one line) as a `Result`."""
+    """Call ``call(*args, **kwargs)``; its value or its error (one line) as a `Result`.
+
+    `bcast.models.isolation.IsolationError` (a runtime crashed, or ran past its time or
+    memory limit) is raised, not recorded: the verification cannot go on.
+    """
     try:
         value = call(*args, **kwargs)
+    except IsolationError:  # a runtime crashed or ran out of its limits: the run ends
+        raise
     except BroadcastError as err:  # bcast: the summary line, not the picture
         return Result(error=err.summary)
     except MemoryError as err:  # bcast's MemoryLimitError, or an allocation that failed

@@ -45,7 +45,9 @@ from onnx import numpy_helper
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
+from bcast.models.isolation import IsolationError
 from bcast.onnx._integrity import check_integrity, graphs
+from bcast.onnx.peer import infer_isolated
 from bcast.onnx.protos import (
     DEFAULT_DOMAINS,
     attribute,
@@ -108,7 +110,12 @@ def read_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> Graph:
     if model.ir_version <= 0 or not model.HasField("graph"):
         raise ModelError(f"{path}: not an ONNX model (no IR version or no graph)")
     check_integrity(path, model)
-    return _Reader(path, model).read()
+    try:
+        return _Reader(path, model).read()
+    except IsolationError as err:  # ONNX shape inference crashed or ran out of its limits
+        raise IsolationError(f"{path}: {err}") from None
+    except ModelError as err:  # an attribute of the wrong type: name the file
+        raise ModelError(str(err) if str(err).startswith(path) else f"{path}: {err}") from None
 
 
 def load_model(path: str) -> onnx.ModelProto:
@@ -149,7 +156,9 @@ def _infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, st
             if _add_probes(graph, probes, counter):
                 added.append((graph, size))
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True), probes
+        return infer_isolated(model), probes
+    except IsolationError:  # a crash, a timeout, memory exhausted: the model is unusable
+        raise
     except Exception:  # any failure of the peer means "no peer shapes"
         return None, probes
     finally:
