@@ -207,7 +207,7 @@ def test_worker_crash_timeout_and_memory_are_one_line_errors():
         run_isolated("P", "sleeping", time.sleep, 60)
     with (
         limits(max_memory=2**30),
-        pytest.raises(IsolationError, match="ran out of the memory limit of 1.0 GiB"),
+        pytest.raises(IsolationError, match=r"ran out of the memory limit of 1\.0 GiB"),
     ):
         run_isolated("P", "allocating", bytearray, 4 * 2**30)
     assert run_isolated("P", "adding", max, 2, 3) == 3  # a fresh worker after each failure
