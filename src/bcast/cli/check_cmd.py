@@ -28,6 +28,7 @@ from bcast.models import (
     Severity,
     check_graph,
 )
+from bcast.models.isolation import prestart
 from bcast.models.verification import unused_dims
 
 from ._model_options import (
@@ -134,6 +135,8 @@ def check(
     show_progress = not as_json and sys.stderr.isatty()
     results: list[tuple[str, Report | str]] = []
     graphs: list[Graph] = []
+    with model_limits(timeout, max_memory):
+        prestart()  # the worker's interpreter starts while the first model is parsed
     for path in _without_weights(models):
         with model_limits(timeout, max_memory):
             loaded = _safe_load(path)

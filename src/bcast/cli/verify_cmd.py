@@ -18,6 +18,7 @@ from rich.text import Text
 
 from bcast.loading import verifier_for
 from bcast.models import ModelError
+from bcast.models.isolation import prestart
 
 from ._model_options import (
     dim_option,
@@ -109,6 +110,7 @@ def verify(
     dims = dims_of_bindings(bindings)
     try:
         with model_limits(timeout, max_memory):
+            prestart()  # the worker's interpreter starts while the model is parsed
             outcome = verifier(model, runtimes=wanted, dims=dims, seed=seed)
     except ModelError as err:
         _unusable(model, one_line(str(err)), as_json)

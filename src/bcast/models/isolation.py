@@ -39,6 +39,7 @@ __all__ = [
     "current_limits",
     "default_max_memory",
     "limits",
+    "prestart",
     "run_isolated",
     "shutdown",
 ]
@@ -216,6 +217,19 @@ class _Worker:
 
 
 _worker: _Worker | None = None
+
+
+def prestart() -> None:
+    """Start the worker process now, under the limits in force, if none runs.
+
+    Its interpreter then starts while the caller reads the model: the first isolated call
+    does not wait for it.
+    """
+    global _worker
+    chosen = current_limits()
+    if _worker is None or not _worker.alive():
+        shutdown()
+        _worker = _Worker(chosen.max_memory, chosen.memory())
 
 
 def shutdown() -> None:
