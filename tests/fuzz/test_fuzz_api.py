@@ -258,9 +258,11 @@ def test_materialising_and_views_against_numpy(which, shape, target, mode, order
     except DOCUMENTED:
         return
     if which == "expand" or (which == "broadcast" and mode == "bidirectional"):
-        expected = x * np.ones(target, dtype=x.dtype)
+        expected = np.broadcast_to(x, np.broadcast_shapes(x.shape, target))
     elif mode == "numpy" and which in ("broadcast_to", "broadcast"):
         expected = np.broadcast_to(x, target)
     else:
         return
-    np.testing.assert_array_equal(result, expected)
+    assert result.shape == expected.shape
+    if expected.size <= 10**5:  # the values of larger views are NumPy's by construction
+        np.testing.assert_array_equal(result, expected)
