@@ -15,7 +15,11 @@ from bcast.core.planning import plan
 from bcast.core.plans import Plan
 from bcast.core.shape import ShapeLike, as_shape
 
-__all__ = ["plan_to_target", "static_shape"]
+__all__ = ["MAX_RANK", "check_array_shape", "plan_to_target", "static_shape"]
+
+MAX_RANK: Final = 64
+"""The most dimensions a NumPy array has (NumPy 2; 32 before it)."""
+_MAX_BYTES: Final = 2**63 - 1  # NumPy's intp: sizes and byte counts must fit in it
 
 # x plays B / data, the target shape plays A / target: the order `plan` takes them in, and
 # the index of x among them.
@@ -36,6 +40,39 @@ def static_shape(shape: ShapeLike, what: str) -> tuple[int, ...]:
     if not normal.is_static:
         raise BroadcastError(f"{what} must be static to broadcast an array; got {normal}")
     return normal.to_tuple()
+
+
+def check_array_shape(
+    shape: Sequence[int], itemsize: int, what: str, max_rank: int = MAX_RANK
+) -> None:
+    """Raise `BroadcastError` if an array of ``shape`` cannot exist: rank or size too large.
+
+    NumPy refuses more than 64 dimensions, and sizes whose bytes (the non-zero dims
+    multiplied, as NumPy counts them even for an empty array) exceed its intp.
+
+    >>> check_array_shape((1,) * 65, 8, "the result")
+    Traceback (most recent call last):
+    ...
+    bcast.BroadcastError: the result would have rank 65; arrays have at most 64 dimensions
+    >>> check_array_shape((0, 2**62), 8, "the result")
+    Traceback (most recent call last):
+    ...
+    bcast.BroadcastError: the result [0,4611686018427387904] is too large for an array: ...
+    """
+    if len(shape) > max_rank:
+        raise BroadcastError(
+            f"{what} would have rank {len(shape)}; arrays have at most {max_rank} dimensions"
+        )
+    nbytes = max(itemsize, 1)
+    for d in shape:
+        if d:
+            nbytes *= d
+    if nbytes > _MAX_BYTES:
+        shown = "[" + ",".join(str(d) for d in shape) + "]"
+        raise BroadcastError(
+            f"{what} {shown} is too large for an array: more than 2**63-1 bytes, which "
+            "NumPy's intp cannot index"
+        )
 
 
 def plan_to_target(
@@ -59,6 +96,7 @@ def plan_to_target(
     parsed = Mode.parse(mode)
     if isinstance(axes_mapping, list):
         axes_mapping = tuple(axes_mapping)  # hashable: the plan cache can hold it
+    check_array_shape(target, 1, "the target")
     if parsed in _TARGET_FIRST:
         rule = Mode.UNIDIRECTIONAL if parsed is Mode.NUMPY else parsed
         return plan(target, x_shape, mode=rule, axis=axis, axes_mapping=axes_mapping), 1

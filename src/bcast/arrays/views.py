@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bcast.arrays.libraries import NUMPY, library_of, shape_of
-from bcast.arrays.targets import plan_to_target, static_shape
+from bcast.arrays.targets import check_array_shape, plan_to_target, static_shape
 from bcast.core.modes import Mode
 from bcast.core.planning import plan
 from bcast.core.shape import ShapeLike
@@ -209,6 +209,7 @@ def broadcast_arrays(
         lazy: tuple[ArrayT, ...] = dask.broadcast_arrays(*arrays, mode=mode, axis=axis)
         return lazy
     the_plan = plan(*(shape_of(x) for x in arrays), mode=mode, axis=axis)
+    check_array_shape(output_shape(the_plan), 1, "the broadcast shape")
     return tuple(
         aligned_view(x, the_plan, k, broadcast=True, xp=lib.xp) for k, x in enumerate(arrays)
     )

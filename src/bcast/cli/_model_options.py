@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-__all__ = ["dim_option", "dims_of_bindings", "one_line", "plural", "warn_unused"]
+from bcast.core.dim import MAX_DIM
+from bcast.models.isolation import DEFAULT_TIMEOUT, limits
+
+__all__ = [
+    "dim_option",
+    "dims_of_bindings",
+    "limit_options",
+    "model_limits",
+    "one_line",
+    "parse_bytes",
+    "plural",
+    "warn_unused",
+]
 
 
 def one_line(text: str) -> str:
@@ -34,9 +47,12 @@ class _DimBinding(_BindingParam):
             return (str(value[0]), int(value[1]))
         text = str(value)
         name, sep, number = text.partition("=")
-        if not sep or not name.strip() or not number.strip().isdigit():
-            self.fail(f"expected NAME=VALUE with a non-negative integer VALUE; got {text!r}")
-        return name.strip(), int(number)
+        digits = number.strip()
+        if not sep or not name.strip() or not (digits.isascii() and digits.isdigit()):
+            self.fail(f"expected NAME=VALUE with a non-negative integer VALUE; got {text!r:.80}")
+        if len(digits.lstrip("0")) > len(str(MAX_DIM)) or int(digits) > MAX_DIM:
+            self.fail(f"--dim {name.strip()!r:.40}: VALUE must be at most 2**63-1 (int64)")
+        return name.strip(), int(digits)
 
 
 dim_option = click.option(
@@ -66,3 +82,71 @@ def warn_unused(unused: Sequence[str], dims: dict[str, int]) -> None:
 def plural(count: int, word: str) -> str:
     """Write ``count word`` with an ``s`` when the count is not one."""
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+_UNITS: Final = {
+    "": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb": 10**6,
+    "mib": 2**20, "g": 2**30, "gb": 10**9, "gib": 2**30, "t": 2**40, "tb": 10**12, "tib": 2**40,
+}  # fmt: skip
+_SIZE: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
+
+
+def parse_bytes(text: str) -> int:
+    """Read a size: ``4GiB``, ``512M``, ``1.5G``, ``1000000`` (bytes); ValueError otherwise.
+
+    >>> parse_bytes("4GiB"), parse_bytes("512M"), parse_bytes("0")
+    (4294967296, 536870912, 0)
+    """
+    found = _SIZE.fullmatch(text)
+    unit = _UNITS.get(found.group(2).lower()) if found else None
+    if found is None or unit is None or len(found.group(1)) > 30:
+        raise ValueError(
+            f"expected a size such as 4GiB, 512MiB or a number of bytes; got {text!r:.40}"
+        )
+    return (
+        int(float(found.group(1)) * unit) if "." in found.group(1) else int(found.group(1)) * unit
+    )
+
+
+if TYPE_CHECKING:
+    _BytesParam = click.ParamType[int]
+else:
+    _BytesParam = click.ParamType
+
+
+class _Bytes(_BytesParam):
+    """A size in bytes, with an optional unit."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_bytes(str(value))
+        except ValueError as err:
+            self.fail(str(err))
+
+
+def limit_options(function: Any) -> Any:
+    """Add ``--timeout`` and ``--max-memory`` (the limits of the peer libraries' work)."""
+    function = click.option(
+        "--max-memory",
+        type=_Bytes(),
+        default=None,
+        help="Memory for the work on one model (4GiB, 512MiB...; 0: no limit). Default: a "
+        "quarter of the available memory (within a container's limit), 1 to 4 GiB.",
+    )(function)
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        help="Seconds the peer libraries (ONNX shape inference, OpenVINO, the runtimes) may "
+        "spend on one model.",
+    )(function)
+
+
+def model_limits(timeout: float, max_memory: int | None) -> Any:
+    """Return the ``with`` block that applies the limits to one model's work."""
+    return limits(timeout=timeout, max_memory=max_memory)

@@ -28,9 +28,18 @@ from bcast.models import (
     Severity,
     check_graph,
 )
+from bcast.models.isolation import prestart
 from bcast.models.verification import unused_dims
 
-from ._model_options import dim_option, dims_of_bindings, one_line, plural, warn_unused
+from ._model_options import (
+    dim_option,
+    dims_of_bindings,
+    limit_options,
+    model_limits,
+    one_line,
+    plural,
+    warn_unused,
+)
 from ._output import ExitCode, emit_json, exit_with, stderr_console, stdout_console
 
 __all__ = ["check"]
@@ -94,11 +103,14 @@ Examples:
     show_default=True,
     help="Report broadcast outputs with more elements than this.",
 )
+@limit_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def check(
     models: tuple[str, ...],
     bindings: tuple[tuple[str, int], ...],
     max_elements: int,
+    timeout: float,
+    max_memory: int | None,
     as_json: bool,
 ) -> None:
     """Check the broadcasting nodes of ONNX models and OpenVINO IR (.xml) files.
@@ -112,6 +124,10 @@ def check(
     A --dim whose name no dim of any model has is reported with a warning (and under
     "unused_dims" in the JSON).
 
+    ONNX shape inference and OpenVINO read each model in a separate process, limited by
+    --timeout and --max-memory: a crash, a timeout or memory exhausted makes that model
+    unreadable (one line), and the next model is checked.
+
     Exit status: 0 clean (info notes only), 1 findings, 2 unreadable input.
     """
     dims = dims_of_bindings(bindings)
@@ -119,8 +135,11 @@ def check(
     show_progress = not as_json and sys.stderr.isatty()
     results: list[tuple[str, Report | str]] = []
     graphs: list[Graph] = []
+    with model_limits(timeout, max_memory):
+        prestart()  # the worker's interpreter starts while the first model is parsed
     for path in _without_weights(models):
-        loaded = _safe_load(path)
+        with model_limits(timeout, max_memory):
+            loaded = _safe_load(path)
         if isinstance(loaded, str):
             results.append((path, loaded))
             click.echo(f"bcast: {loaded}", err=True)

@@ -18,8 +18,17 @@ from rich.text import Text
 
 from bcast.loading import verifier_for
 from bcast.models import ModelError
+from bcast.models.isolation import prestart
 
-from ._model_options import dim_option, dims_of_bindings, one_line, plural, warn_unused
+from ._model_options import (
+    dim_option,
+    dims_of_bindings,
+    limit_options,
+    model_limits,
+    one_line,
+    plural,
+    warn_unused,
+)
 from ._output import ExitCode, emit_json, exit_with, fail_usage, stdout_console
 
 if TYPE_CHECKING:
@@ -49,12 +58,15 @@ Examples:
 )
 @dim_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
+@limit_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def verify(
     model: str,
     runtimes: str,
     bindings: tuple[tuple[str, int], ...],
     seed: int,
+    timeout: float,
+    max_memory: int | None,
     as_json: bool,
 ) -> None:
     """Run each broadcasting node of a model in the runtimes and in bcast; compare.
@@ -73,7 +85,9 @@ def verify(
     broadcasting and NumPy's arithmetic. A broadcasting node that cannot be run is skipped
     with a note: the legacy `broadcast` attribute of opset 6, no concrete shapes (an input
     of unknown rank, a computed target of unknown length), or inputs and outputs larger
-    than the memory limit (the available memory; checked before any input is drawn). ONNX
+    than half of --max-memory (checked before any input is drawn). Reading the model and
+    the runtimes run in a separate process, limited by --timeout and --max-memory: a
+    crash, a timeout or memory exhausted ends the run with one line (exit 2). ONNX
     external data is read only from files inside the model's folder. A --dim whose name
     no dim of the model has is reported with a warning.
 
@@ -98,7 +112,9 @@ def verify(
         _unusable(model, one_line(str(err)), as_json)
     dims = dims_of_bindings(bindings)
     try:
-        outcome = verifier(model, runtimes=wanted, dims=dims, seed=seed)
+        with model_limits(timeout, max_memory):
+            prestart()  # the worker's interpreter starts while the model is parsed
+            outcome = verifier(model, runtimes=wanted, dims=dims, seed=seed)
     except ModelError as err:
         _unusable(model, one_line(str(err)), as_json)
     except Exception as err:  # a peer library failing on hostile input: still one line

@@ -205,6 +205,9 @@ class Dim:
         >>> bcast.Dim.interval(3, 3) == bcast.Dim(3)
         True
         """
+        lo = _check_int(lo, "dimension")  # validated before compared: numpy ints overflow
+        if hi is not None:
+            hi = _check_int(hi, "interval upper bound")
         if lo == 0 and hi is None:
             return _UNKNOWN
         if hi is not None and lo == hi:

@@ -23,6 +23,7 @@ import numpy as np
 
 from bcast.arrays.dtypes import ITEMSIZE, dtype_name
 from bcast.arrays.libraries import Library, shape_of
+from bcast.arrays.targets import check_array_shape
 from bcast.arrays.views import aligned_view, output_shape
 from bcast.core.plans import Plan
 from bcast.engine import compiled as _compiled
@@ -275,6 +276,11 @@ def execute(
         return dask.execute(op, plan, kernel, operands, dtype=dtype, out=out, slots=slots)
     xp = lib.xp
     shape = output_shape(plan)
+    check_array_shape(shape, np.dtype(dtype).itemsize if xp is None else 1, f"{op}: the result")
+    if xp is None and not all(x.dtype.isnative for x in operands):  # '>u8' on little-endian
+        operands = [
+            x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("=")) for x in operands
+        ]
     indices = range(len(operands)) if slots is None else slots
     views = [
         aligned_view(x, plan, k, broadcast=False, xp=xp)
@@ -299,7 +305,7 @@ def _run_numpy(
         return result
     if not isinstance(out, np.ndarray):
         raise TypeError(f"{op}: out must be a NumPy array like the operands; got {type(out)}")
-    if out.shape != shape or out.dtype != dtype:  # str(dtype) costs 5 us: only for messages
+    if out.shape != shape or (out.dtype != dtype and out.dtype.newbyteorder("=") != dtype):
         _check_out(op, out.shape, shape, str(out.dtype), str(dtype))
     if not out.flags.writeable:
         raise ValueError(f"{op}: out is read-only")
@@ -425,16 +431,24 @@ def _run_generic(
     # np.asarray, no host copies. Dask never comes here (`execute` hands it to bcast.arrays.dask),
     # so the output shape is static and the memory guard always applies, JAX arrays (traced
     # under jit or not) included.
-    from array_api_compat import array_namespace
+    from array_api_compat import array_namespace, is_writeable_array
 
     name = dtype_name(dtype, xp)
     if out is not None:
         if not hasattr(out, "dtype") or array_namespace(out) is not xp:
             raise TypeError(f"{op}: out must be an array of the operands' library")
         _check_out(op, shape_of(out), shape, dtype_name(out.dtype, xp), name)
+        if not is_writeable_array(out):  # before computing anything
+            raise ValueError(f"{op}: out is read-only (or of a library of immutable arrays)")
     else:
         guard.check(op, shape, name, ITEMSIZE.get(name, 8))
-    result = kernel.generic(xp, *views)
+    try:
+        result = kernel.generic(xp, *views)
+    except NotImplementedError as err:  # PyTorch's uint16..uint64 hold data, nothing more
+        library = getattr(xp, "__name__", "the operands' library").rsplit(".", 1)[-1]
+        raise TypeError(
+            f"{op}: {library} does not compute this operator on {name} ({err})"
+        ) from None
     if result.dtype != dtype:
         result = xp.astype(result, dtype)  # a new array (the array API's default copy=True)
     if out is not None:

@@ -6,7 +6,8 @@ result; over the limit it raises `MemoryLimitError` with the shape, the dtype an
 bytes, instead of letting the allocator fail (or the machine swap) later.
 
 The limit is the machine's available memory (``MemAvailable`` in ``/proc/meminfo`` on
-Linux; the physical memory from ``os.sysconf`` elsewhere; no limit where neither is known),
+Linux, within a container's cgroup limit; the physical memory from ``os.sysconf``
+elsewhere; no limit where neither is known),
 or what `set_memory_limit` / `memory_limit` set.
 """
 
@@ -20,7 +21,15 @@ from typing import Final
 
 from bcast.core.errors import show_bytes
 
-__all__ = ["MemoryLimitError", "check", "get_memory_limit", "memory_limit", "set_memory_limit"]
+__all__ = [
+    "MemoryLimitError",
+    "available_memory",
+    "cgroup_room",
+    "check",
+    "get_memory_limit",
+    "memory_limit",
+    "set_memory_limit",
+]
 
 # Results this small never read /proc/meminfo (a machine that cannot hold 16 MiB has other
 # problems); a limit set explicitly is always applied.
@@ -78,7 +87,19 @@ class MemoryLimitError(MemoryError):
 
 
 def available_memory() -> int | None:
-    """Bytes the machine can still give: MemAvailable on Linux, else physical memory, else None."""
+    """Bytes the machine can still give, within the process's cgroup (container) limit.
+
+    MemAvailable on Linux, else physical memory, else None; never more than the room left
+    under a cgroup memory limit (v2 ``memory.max``, v1 ``memory.limit_in_bytes``).
+    """
+    found = _meminfo_available()
+    room = cgroup_room()
+    if room is not None and (found is None or room < found):
+        return room
+    return found
+
+
+def _meminfo_available() -> int | None:
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
             for line in meminfo:
@@ -90,6 +111,48 @@ def available_memory() -> int | None:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         return None
+
+
+_CGROUP_FILES: Final = (
+    ("", "memory.max", "memory.current"),  # cgroup v2
+    ("memory", "memory.limit_in_bytes", "memory.usage_in_bytes"),  # cgroup v1
+)
+
+
+def cgroup_room() -> int | None:
+    """Return the bytes left under this process's cgroup memory limit (None: no limit).
+
+    Both cgroup versions are read, at the process's own cgroup and at the mount's root
+    (where a container sees its own limit).
+    """
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as handle:
+            entries = [line.rstrip("\n").split(":", 2) for line in handle]
+    except OSError:
+        return None
+    rooms = []
+    for controller, limit_file, usage_file in _CGROUP_FILES:
+        for entry in entries:
+            if len(entry) != 3 or controller not in entry[1].split(","):
+                continue
+            if controller == "" and entry[0] != "0":
+                continue
+            base = os.path.join("/sys/fs/cgroup", controller)
+            for folder in {os.path.join(base, entry[2].lstrip("/")), base}:
+                limit = _read_int(os.path.join(folder, limit_file))
+                if limit is not None and limit < 2**60:
+                    usage = _read_int(os.path.join(folder, usage_file)) or 0
+                    rooms.append(max(limit - usage, 0))
+    return min(rooms) if rooms else None
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def set_memory_limit(nbytes: int | None) -> None:

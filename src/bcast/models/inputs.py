@@ -14,12 +14,14 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from bcast.arrays.targets import MAX_RANK
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError, show_bytes
 from bcast.core.modes import Mode
 from bcast.core.planning import plan
 from bcast.core.shape import Shape
 from bcast.engine.guard import get_memory_limit
+from bcast.models.isolation import current_limits
 
 _COMPARE_BYTES: Final = 40
 """Bytes per output element that the verifiers' comparison allocates (float64 copies, masks)."""
@@ -82,9 +84,11 @@ def memory_problem(
     """Return why a node is too large to run here (a one-line reason), or None if it fits.
 
     The estimate: each implementation (bcast and every runtime) holds the inputs and an
-    output, and `compare` makes float64 copies of two outputs. It is checked against bcast's
-    memory limit (`bcast.ops.get_memory_limit`: the available memory unless one was set), so
-    that no input is drawn for a node that could only exhaust the machine.
+    output, and `compare` makes float64 copies of two outputs. It is checked against the
+    smaller of bcast's memory limit (`bcast.ops.get_memory_limit`) and half the memory limit
+    of the model's work (`bcast.models.isolation.current_limits`: ``--max-memory``, by
+    default a quarter of the available memory, at most 4 GiB), so that no input is drawn
+    for a node that could only exhaust the machine.
 
     Parameters
     ----------
@@ -108,16 +112,25 @@ def memory_problem(
     ...     print(memory_problem([((1024, 1), 4), ((1, 1024), 4)], 1024 * 1024, 4, runtimes=1))
     too large to run: about 50348032 bytes (48.0 MiB) of inputs, results and comparison, ...
     """
+    inputs = list(inputs)
+    deepest = max((len(shape) for shape, _ in inputs), default=0)
+    if deepest > MAX_RANK:
+        return f"an input of rank {deepest}: arrays have at most {MAX_RANK} dimensions"
     copies = 1 + runtimes
     needed = sum(math.prod(max(int(d), 0) for d in shape) * size for shape, size in inputs)
     needed = copies * (needed + outputs * itemsize) + outputs * _COMPARE_BYTES
     limit = get_memory_limit()
+    source = "see bcast.ops.set_memory_limit"
+    budget = current_limits().memory()
+    if budget is not None and (limit is None or budget // 2 < limit):
+        limit = budget // 2  # the rest: the interpreters, the libraries, the estimate's error
+        source = "half of --max-memory"
     if limit is None or needed <= limit:
         return None
     return (
         f"too large to run: about {needed} bytes ({show_bytes(needed)}) of inputs, results and "
-        f"comparison, more than the memory limit of {limit} bytes ({show_bytes(limit)}; see "
-        "bcast.ops.set_memory_limit)"
+        f"comparison, more than the memory limit of {limit} bytes ({show_bytes(limit)}; "
+        f"{source})"
     )
 
 

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from bcast.core.errors import BroadcastError
 from bcast.core.shape import Shape
 from bcast.models.graph import Graph
+from bcast.models.isolation import IsolationError
 
 __all__ = [
     "ATOL",
@@ -266,12 +267,16 @@ def attempt(call: Any, *args: Any, **kwargs: Any) -> Result:
 
     A `HarnessError`, or a runtime saying that the request itself was malformed (an input
     of the wrong type or shape, a tensor type it does not know), is a harness error.
+    `bcast.models.isolation.IsolationError` (a runtime crashed, or ran past its time or
+    memory limit) is raised, not recorded: the verification cannot go on.
 
     >>> attempt(lambda: (_ for _ in ()).throw(HarnessError("x has no element type"))).text()
     'harness error: x has no element type'
     """
     try:
         value = call(*args, **kwargs)
+    except IsolationError:  # a runtime crashed or ran out of its limits: the run ends
+        raise
     except BroadcastError as err:  # bcast: the summary line, not the picture
         return Result(error=err.summary)
     except MemoryError as err:  # bcast's MemoryLimitError, or an allocation that failed

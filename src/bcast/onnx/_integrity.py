@@ -1,20 +1,21 @@
 """What protobuf parsing lets through: ONNX models that parse but are broken.
 
 A truncated file often still parses. `check_integrity` refuses the two breakages that
-onnxruntime refuses too and that a reader would otherwise take for a valid model.
+onnxruntime refuses too and that a reader would otherwise take for a valid model, and
+(`check_structure`) graphs with cycles and function calls that nest or expand past bounds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import onnx
 
 from bcast.models import ModelError
 
-__all__ = ["check_integrity", "graphs"]
+__all__ = ["MAX_EXPANDED_NODES", "MAX_NESTING", "check_integrity", "check_structure", "graphs"]
 
 _SUB_BYTE: Final = frozenset(
     {"UINT4", "INT4", "FLOAT4E2M1", "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2"}
@@ -34,6 +35,7 @@ def check_integrity(path: str, model: onnx.ModelProto) -> None:
             f"{path}: broken ONNX model: no opset_import (IR version {model.ir_version} "
             "requires one; a truncated file?)"
         )
+    check_structure(path, model)
     for graph in graphs(model.graph):
         for tensor in graph.initializer:
             problem = _data_problem(tensor)
@@ -85,3 +87,135 @@ def _data_problem(tensor: onnx.TensorProto) -> str:
     if held != wanted:
         return f"has dims {dims} ({wanted:,} {unit} of {type_name}) but holds {held:,} {unit}"
     return ""
+
+
+MAX_NESTING: Final = 64
+"""Bodies and function calls nested deeper than this make a model unreadable."""
+MAX_OPSET: Final = 2**31 - 1
+"""Operator set versions above this are refused (ONNX's own lookups take a 32-bit int)."""
+MAX_EXPANDED_NODES: Final = 200_000
+"""Nodes a model may hold with every function call expanded (ONNX's inference inlines them)."""
+
+
+def check_structure(path: str, model: onnx.ModelProto) -> None:
+    """Refuse, before any expansion, a model whose graphs cycle or whose functions explode.
+
+    A node that reads (directly or through other nodes) a value it writes itself makes
+    ONNX's shape inference grow without bound; so do model-local functions that call each
+    other in a chain that doubles at each level. The expanded size is counted from the
+    call graph, each function once: nothing is expanded.
+    """
+    functions = {(f.domain, f.name, f.overload): f for f in model.functions}
+    sizes: dict[tuple[str, str, str], tuple[int, int]] = {}
+    visiting: set[tuple[str, str, str]] = set()
+
+    def measure(nodes: Any, depth: int) -> tuple[int, int]:
+        """Return (expanded nodes, nesting depth) of a list of nodes."""
+        if depth > MAX_NESTING:
+            raise ModelError(
+                f"{path}: unreadable ONNX model: bodies and function calls nest deeper than "
+                f"{MAX_NESTING} levels"
+            )
+        total, deepest = 0, depth
+        for node in nodes:
+            total += 1
+            for attr in node.attribute:
+                bodies = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs
+                for body in bodies:
+                    _check_acyclic(path, body.node, f"a body of node {node.name!r}")
+                    count, level = measure(body.node, depth + 1)
+                    total, deepest = total + count, max(deepest, level)
+            key = (node.domain, node.op_type, node.overload)
+            function = functions.get(key)
+            if function is not None and key not in visiting:  # recursion: reported later
+                if key not in sizes:
+                    visiting.add(key)
+                    _check_acyclic(path, function.node, f"function {node.domain}.{node.op_type}")
+                    count, level = measure(function.node, 0)
+                    visiting.discard(key)
+                    sizes[key] = (count, level)
+                count, level = sizes[key]
+                total, deepest = total + count, max(deepest, depth + 1 + level)
+                if deepest > MAX_NESTING:
+                    measure((), deepest)
+            if total > MAX_EXPANDED_NODES:
+                raise ModelError(
+                    f"{path}: unreadable ONNX model: its model-local functions expand to more "
+                    f"than {MAX_EXPANDED_NODES:,} nodes"
+                )
+        return total, deepest
+
+    _check_text(path, model)
+    for imports in [model.opset_import, *(f.opset_import for f in model.functions)]:
+        for entry in imports:
+            if not 0 <= entry.version <= MAX_OPSET:
+                raise ModelError(
+                    f"{path}: unreadable ONNX model: it imports version {entry.version} of "
+                    f"operator set {entry.domain or 'ai.onnx'!r:.60}, which is no version"
+                )
+    _check_acyclic(path, model.graph.node, "the graph")
+    measure(model.graph.node, 0)
+
+
+def _check_text(path: str, model: onnx.ModelProto) -> None:
+    """Refuse names that are not UTF-8 text (protobuf hands them over as bytes)."""
+    bodies: list[Any] = [*graphs(model.graph)]
+    for function in model.functions:
+        bodies.append(function)
+        for node in function.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    bodies.extend(graphs(attr.g))
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    for sub in attr.graphs:
+                        bodies.extend(graphs(sub))
+    for body in bodies:
+        texts: list[object] = [body.name]
+        for node in body.node:
+            texts.extend((node.name, node.op_type, node.domain, *node.input, *node.output))
+        for info in [*getattr(body, "value_info", ()), *body.input, *body.output]:
+            if isinstance(info, str):
+                texts.append(info)
+                continue
+            texts.append(info.name)
+            if info.type.HasField("tensor_type"):
+                texts.extend(d.dim_param for d in info.type.tensor_type.shape.dim)
+        texts.extend(t.name for t in getattr(body, "initializer", ()))
+        bad = next((t for t in texts if not isinstance(t, str)), None)
+        if bad is not None:
+            raise ModelError(
+                f"{path}: unreadable ONNX model: a name is not UTF-8 text ({bad!r:.60})"
+            )
+
+
+def _check_acyclic(path: str, nodes: Any, where: str) -> None:
+    """Raise `ModelError` if a node of ``nodes`` depends on its own output."""
+    producer: dict[str, int] = {}
+    for index, node in enumerate(nodes):
+        for out in node.output:
+            if out:
+                producer[out] = index
+    waiting = [0] * len(nodes)
+    users: list[list[int]] = [[] for _ in range(len(nodes))]
+    for index, node in enumerate(nodes):
+        for name in set(node.input):
+            source = producer.get(name)
+            if name and source is not None:
+                waiting[index] += 1
+                users[source].append(index)
+    ready = [i for i, count in enumerate(waiting) if count == 0]
+    done = 0
+    while ready:
+        index = ready.pop()
+        done += 1
+        for user in users[index]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                ready.append(user)
+    if done < len(nodes):
+        stuck = next(nodes[i] for i, count in enumerate(waiting) if count > 0)
+        name = stuck.name or stuck.op_type
+        raise ModelError(
+            f"{path}: unreadable ONNX model: {where} has a cycle through node {name!r} "
+            f"({stuck.op_type})"
+        )

@@ -16,7 +16,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from bcast.models.isolation import IsolationError
 from bcast.onnx._integrity import graphs
+from bcast.onnx.peer import infer_isolated
 from bcast.onnx.protos import DEFAULT_DOMAINS, read_opsets
 
 __all__ = ["infer", "infer_with_claims"]
@@ -42,7 +44,9 @@ def infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, str
             if _add_probes(graph, probes, counter):
                 added.append((graph, size))
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True), probes
+        return infer_isolated(model), probes
+    except IsolationError:  # a crash, a timeout, memory exhausted: the model is unusable
+        raise
     except Exception:  # any failure of the peer means "no peer shapes"
         return None, probes
     finally:

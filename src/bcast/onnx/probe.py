@@ -21,6 +21,7 @@ from onnx import helper
 
 from bcast.core.shape import Shape
 from bcast.models import Node, Rule
+from bcast.models.isolation import IsolationError, run_isolated
 
 __all__ = ["Probed", "input_dims", "is_open", "probe_inputs", "probe_shapes", "with_probe"]
 
@@ -144,19 +145,30 @@ def probe_shapes(
     if not wanted:
         return {}
     try:
-        import onnxruntime
-
         pruned, fed = _pruned(model, wanted)
         rng = np.random.default_rng(seed)
         feeds = {info.name: _draw(info, dims, rng) for info in fed}
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 4
-        session = onnxruntime.InferenceSession(
-            pruned.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
-        values = session.run(wanted, feeds)
+        # onnxruntime on the untrusted model: in the worker process, under the limits.
+        return run_isolated(
+            "onnxruntime", "measuring shapes", _run_shapes, pruned.SerializeToString(),
+            wanted, feeds,
+        )  # fmt: skip
+    except IsolationError:  # it crashed, or ran out of time or memory: the model is unusable
+        raise
     except Exception:  # the model breaks before these values, or the peer fails: nothing
         return {}
+
+
+def _run_shapes(
+    data: bytes, wanted: list[str], feeds: Mapping[str, npt.NDArray[Any]]
+) -> dict[str, tuple[int, ...]]:
+    """Run a serialized model in onnxruntime; return the shapes of the ``wanted`` values."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 4
+    session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    values = session.run(wanted, dict(feeds))
     return {name: tuple(np.shape(v)) for name, v in zip(wanted, values, strict=True)}
 
 

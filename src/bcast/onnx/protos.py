@@ -1,7 +1,8 @@
 """Values read off ONNX protos: shapes and symbols, small integer constants, attributes.
 
 The reader (`bcast.onnx.reader`) builds its graph with these; each takes a proto and
-returns bcast's values, never raising on what an exporter may write.
+returns bcast's values, never raising on what an exporter may write (an attribute of the
+wrong type is the one `ModelError`: no exporter writes that).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr, parse_expression
 from bcast.core.shape import Shape
-from bcast.models import Graph
+from bcast.models import Graph, ModelError
 
 __all__ = [
     "DEFAULT_DOMAINS",
@@ -34,6 +35,13 @@ __all__ = [
 DEFAULT_DOMAINS: Final = frozenset({"", "ai.onnx"})
 _MAX_CONSTANT: Final = 64  # elements: shape-like constants only
 _UNK: Final = re.compile(r"unk__\d+")
+_ATTRIBUTE_TYPE: Final = {
+    int: onnx.AttributeProto.INT,
+    bool: onnx.AttributeProto.INT,
+    float: onnx.AttributeProto.FLOAT,
+    str: onnx.AttributeProto.STRING,
+}
+_NAMES: Final = frozenset(onnx.AttributeProto.AttributeType.values())
 _BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
 
 
@@ -137,6 +145,18 @@ def attribute(proto: onnx.NodeProto, name: str, default: Any) -> Any:
     """Return the value of a node's attribute ``name``, or ``default``."""
     for attr in proto.attribute:
         if attr.name == name:
+            wanted = _ATTRIBUTE_TYPE.get(type(default))
+            if wanted is not None and attr.type != wanted:
+                given = (
+                    onnx.AttributeProto.AttributeType.Name(attr.type)
+                    if attr.type in _NAMES
+                    else attr.type
+                )
+                raise ModelError(
+                    f"node {proto.name or proto.op_type!r:.80} ({proto.op_type}): attribute "
+                    f"{name!r} must be an {onnx.AttributeProto.AttributeType.Name(wanted)}; "
+                    f"it holds {given}"
+                )
             return onnx.helper.get_attribute_value(attr)
     return default
 

@@ -42,6 +42,7 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped, 
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
+from bcast.models.isolation import IsolationError
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.inference import infer, infer_with_claims
 from bcast.onnx.protos import (
@@ -107,7 +108,12 @@ def read_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> Graph:
     if model.ir_version <= 0 or not model.HasField("graph"):
         raise ModelError(f"{path}: not an ONNX model (no IR version or no graph)")
     check_integrity(path, model)
-    return _Reader(path, model).read()
+    try:
+        return _Reader(path, model).read()
+    except IsolationError as err:  # ONNX shape inference crashed or ran out of its limits
+        raise IsolationError(f"{path}: {err}") from None
+    except ModelError as err:  # an attribute of the wrong type: name the file
+        raise ModelError(str(err) if str(err).startswith(path) else f"{path}: {err}") from None
 
 
 def load_model(path: str) -> onnx.ModelProto:

@@ -34,10 +34,10 @@ refused, and so is external data in a ``ModelProto`` given without a file.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import ntpath
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -57,6 +57,7 @@ from bcast.models.inputs import (
     pick,
     random_array,
 )
+from bcast.models.isolation import IsolationError, run_isolated
 from bcast.models.verification import (
     NO_OPERATOR,
     Comparison,
@@ -69,8 +70,10 @@ from bcast.models.verification import (
     compare,
     unused_dims,
 )
+from bcast.onnx._integrity import check_integrity
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
 from bcast.onnx.one_node import REFERENCE_OPS, check_request, one_node_model, run_reference
+from bcast.onnx.peer import infer_isolated, run_onnxruntime_serialized
 from bcast.onnx.probe import Probed, is_open, probe_inputs, with_probe
 from bcast.onnx.reader import load_model, read_onnx
 
@@ -129,6 +132,7 @@ def verify_model(
             )
         folder = os.path.dirname(os.path.abspath(path))
         model = load_model(path)
+        check_integrity(path, model)  # messages name the file (read_onnx has only the proto)
     graph = read_onnx(model)
     graph.path = path  # read from the proto: messages (a cycle) name the file
     shapes = propagate_shapes(graph, dims=dims)
@@ -167,7 +171,10 @@ def verify_model(
             outcome.skip(node.name, node.op, Skip.TOO_LARGE, problem)
             continue
         rng = np.random.default_rng([seed, index])
-        feeds = _inputs(node, concrete, tensors, types, rng, fixed)
+        try:
+            feeds = _inputs(node, concrete, tensors, types, rng, fixed)
+        except ModelError as err:
+            raise ModelError(f"{path}: {err}") from None
         shown = tuple((name, Shape(concrete[i])) for i, name in enumerate(node.inputs) if name)
         run = NodeRun(node.name, node.op, shown)
         args = [feeds[name] for name in node.inputs if name]
@@ -181,7 +188,10 @@ def verify_model(
             one = HarnessError(f"cannot build the one-node model: {err}")
         runtime_feeds = {k: v for k, v in feeds.items() if k not in tensors.protos}
         for name, runner in usable.items():
-            result = attempt(_request, runner, one, runtime_feeds)
+            try:
+                result = attempt(_request, runner, one, runtime_feeds)
+            except IsolationError as err:  # it crashed, or ran out of time or memory
+                raise IsolationError(f"{path}: {err} {node.name!r:.80}") from None
             run.results[name] = result
             run.comparisons[name] = compare(run.results["bcast"], result, name)
         outcome.record(run)
@@ -198,19 +208,15 @@ def _runners(wanted: Sequence[str]) -> tuple[dict[str, _Runner], list[str]]:
     notes: list[str] = []
     for name in wanted:
         if name == "onnxruntime":
-            try:
-                import onnxruntime  # noqa: F401 (the verifier runs onnxruntime)
-            except ImportError:
+            if importlib.util.find_spec("onnxruntime") is None:
                 notes.append("onnxruntime is not installed; skipped")
                 continue
             found[name] = _run_onnxruntime
         elif name == "openvino":
-            try:
-                from bcast.openvino.runtime import run_onnx_file
-            except ImportError:
+            if importlib.util.find_spec("openvino") is None:
                 notes.append("openvino is not installed; skipped")
                 continue
-            found[name] = _openvino_runner(run_onnx_file)
+            found[name] = _run_openvino
     return found, notes
 
 
@@ -223,25 +229,20 @@ def _request(runner: _Runner, model: onnx.ModelProto | HarnessError, feeds: Any)
 
 
 def _run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, Any]) -> npt.NDArray[Any]:
-    import onnxruntime
-
-    onnxruntime.set_default_logger_severity(4)  # its own error log would duplicate ours
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 4
-    session = onnxruntime.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    return run_isolated(
+        "onnxruntime",
+        "running a node",
+        run_onnxruntime_serialized,
+        model.SerializeToString(),
+        feeds,
     )
-    return np.asarray(session.run(None, feeds)[0])
 
 
-def _openvino_runner(run_onnx_file: Any) -> _Runner:
-    def run(model: onnx.ModelProto, feeds: dict[str, Any]) -> npt.NDArray[Any]:
-        with tempfile.TemporaryDirectory(prefix="bcast-verify-") as directory:
-            path = os.path.join(directory, "node.onnx")
-            onnx.save(model, path)
-            return np.asarray(run_onnx_file(path, feeds))
+def _run_openvino(model: onnx.ModelProto, feeds: dict[str, Any]) -> npt.NDArray[Any]:
+    from bcast.openvino.runtime import run_onnx_serialized
 
-    return run
+    data = model.SerializeToString()
+    return run_isolated("OpenVINO", "running a node", run_onnx_serialized, data, feeds)
 
 
 # -- concrete shapes and inputs ------------------------------------------------------------
@@ -283,6 +284,8 @@ class _Tensors:
                 "verify the model's file instead"
             )
         location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        if not isinstance(location, str) or "\0" in location:
+            raise ModelError(f"{where} at {location!r:.80}, which is not a file name (a NUL byte)")
         parts = location.replace("\\", "/").split("/")
         drive = ntpath.splitdrive(location)[0]
         if (
@@ -411,7 +414,9 @@ def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> tuple[list[tuple[int,
 def _elem_types(model: onnx.ModelProto) -> dict[str, int]:
     types: dict[str, int] = {}
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+        inferred = infer_isolated(model, data_prop=False)
+    except IsolationError:
+        raise
     except Exception:  # the peer giving up only costs us the types: float32 then
         inferred = model
     graph = inferred.graph
@@ -483,6 +488,13 @@ def _inputs(
             feeds[name] = fixed[index]
             continue
         positive = (node.op in _POSITIVE_SECOND and index == 1) or (node.op == "Pow" and index == 0)
-        dtype = helper.tensor_dtype_to_np_dtype(_elem_type(node, index, types))
+        elem = _elem_type(node, index, types)
+        try:
+            dtype = helper.tensor_dtype_to_np_dtype(elem)
+        except (KeyError, ValueError, TypeError):
+            raise ModelError(
+                f"input {name!r:.80} of node {node.name!r:.80} ({node.op}) has element type "
+                f"{elem}, which ONNX does not define (or NumPy cannot hold)"
+            ) from None
         feeds[name] = random_array(concrete[index], dtype, rng, positive=positive)
     return feeds

@@ -4,7 +4,8 @@ The XML is parsed first with ``defusedxml`` (no DTD, no entities, no external re
 no network), because the broadcast attributes must be kept *exactly as written*: OpenVINO's
 API fills in axis 0 for a ``pdpd`` node that has no axis attribute (SEMANTICS §0.4), so only
 the raw XML tells whether the axis was written. The model is then read with OpenVINO
-itself (``ov.Core().read_model``): its output partial shapes (intervals included) and its
+itself (``ov.Core().read_model``, in the worker process of `bcast.models.isolation`): its
+output partial shapes (intervals included) and its
 constants are what the checker uses. When OpenVINO refuses the model (its shape inference
 rejects a node), the checker still reads the graph from the XML and notes the refusal.
 """
@@ -26,6 +27,7 @@ from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity
+from bcast.models.isolation import run_isolated
 
 __all__ = ["AXIS_KEY", "ELEMENTWISE_AXIS_KEY", "ELEMENTWISE_OPS", "layer_details", "read_ir"]
 
@@ -104,7 +106,9 @@ def read_ir(path: str | os.PathLike[str]) -> Graph:
     xml_path = os.fspath(path)
     layers, edges = _parse_xml(xml_path)
     graph = Graph(path=xml_path, format="openvino")
-    shapes, constants, refusal, invented = _read_with_openvino(xml_path)
+    shapes, constants, refusal, invented = run_isolated(
+        "OpenVINO", "reading the model", _read_with_openvino, xml_path, where=xml_path
+    )
     graph.invented_dims = invented
     if refusal is not None:
         graph.declared = True  # shapes from the XML's port dims: what the file claims

@@ -1,15 +1,20 @@
-"""Run models in OpenVINO (CPU, f32 inference) for ``bcast verify``."""
+"""Run models in OpenVINO (CPU, f32 inference) for ``bcast verify``.
+
+The verifiers call these in the worker process of `bcast.models.isolation`.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["run_model", "run_node", "run_onnx_file"]
+__all__ = ["run_model", "run_node", "run_onnx_file", "run_onnx_serialized"]
 
 _INTEGER: Final = re.compile(r"-?\d+")
 _CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
@@ -43,6 +48,15 @@ def run_onnx_file(path: str, feeds: Mapping[str, Any]) -> npt.NDArray[Any]:
                 by_name[port.get_any_name()] = _contiguous(feeds[name])
     result = request.infer(by_name)
     return np.asarray(result[compiled.outputs[0]])
+
+
+def run_onnx_serialized(data: bytes, feeds: Mapping[str, Any]) -> npt.NDArray[Any]:
+    """Write a serialized ONNX model to a temporary folder and run it (`run_onnx_file`)."""
+    with tempfile.TemporaryDirectory(prefix="bcast-verify-") as directory:
+        path = os.path.join(directory, "node.onnx")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return run_onnx_file(path, feeds)
 
 
 def run_model(model: Any, inputs: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:

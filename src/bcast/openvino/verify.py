@@ -24,6 +24,7 @@ over bcast's memory limit (checked before any input is drawn).
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -46,6 +47,7 @@ from bcast.models.inputs import (
     pick,
     random_array,
 )
+from bcast.models.isolation import run_isolated
 from bcast.models.reference import elementwise
 from bcast.models.verification import (
     NO_OPERATOR,
@@ -120,12 +122,12 @@ def verify_ir(
         raise ModelError(
             f"{path}: onnxruntime cannot run OpenVINO IR; verify it with --runtime openvino"
         )
+    if importlib.util.find_spec("openvino") is None:  # read and run in the worker process
+        raise ModelError(f"{path}: verifying OpenVINO IR needs openvino (not installed)")
     try:
-        import openvino  # noqa: F401 (the IR is read and run by openvino)
-
         from bcast.openvino.reader import layer_details, read_ir
     except ImportError as err:
-        raise ModelError(f"{path}: verifying OpenVINO IR needs openvino ({err})") from None
+        raise ModelError(f"{path}: verifying OpenVINO IR needs defusedxml ({err})") from None
     from bcast.openvino.reader import AXIS_KEY, ELEMENTWISE_AXIS_KEY
     from bcast.openvino.runtime import run_node
 
@@ -177,7 +179,10 @@ def verify_ir(
         run.results["bcast"] = attempt(_run_bcast, node, arrays)
         constant = [node.rule is Rule.BROADCAST and i > 0 for i in range(len(arrays))]
         op = "PRelu" if node.op == "PReLU" else node.op  # IR's spelling; the op's type name
-        result = attempt(run_node, op, version, data, arrays, constant)
+        result = attempt(
+            run_isolated, "OpenVINO", f"running node {node.name!r:.80}", run_node,
+            op, version, data, arrays, constant, where=path,
+        )  # fmt: skip
         run.results[RUNTIME] = result
         run.comparisons[RUNTIME] = compare(run.results["bcast"], result, RUNTIME)
         outcome.record(run)

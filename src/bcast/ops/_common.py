@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from bcast.arrays.libraries import Library, library_of
 from bcast.ops._dtypes import SIGNATURES, bind, dtype_name, fixed_output
 
-__all__ = ["Checked", "check_operands"]
+__all__ = [
+    "TORCH_ARITHMETIC",
+    "TORCH_COMPUTES",
+    "TORCH_STORAGE_ONLY",
+    "Checked",
+    "check_operands",
+]
+
+TORCH_STORAGE_ONLY: Final = frozenset({"uint16", "uint32", "uint64"})
+"""PyTorch dtypes without arithmetic kernels (on CPU): they hold data only."""
+TORCH_ARITHMETIC: Final = frozenset(
+    {"add", "sub", "mul", "div", "pow", "max", "min", "mean", "sum", "gemm", "prelu"}
+)
+"""The operators whose PyTorch kernels need arithmetic on the operands' dtype."""
+TORCH_COMPUTES: Final = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
+    "float64",
+)  # fmt: skip
+"""The dtypes PyTorch computes on (those the operator's ONNX signature allows)."""
 
 
 class Checked:
@@ -32,6 +50,16 @@ def check_operands(op: str, labels: Sequence[str], operands: Sequence[Any]) -> C
     xp = lib.xp
     names = [dtype_name(x.dtype, xp) for x in operands]
     bound = bind(op, labels, names)
+    if xp is not None and op in TORCH_ARITHMETIC and getattr(xp, "__name__", "").endswith("torch"):
+        sig = SIGNATURES[op]
+        computes = [d for d in TORCH_COMPUTES if d in sig.allowed[sig.inputs[0]]]
+        for label, name in zip(labels, names, strict=True):
+            if name in TORCH_STORAGE_ONLY:
+                raise TypeError(
+                    f"{op}: {label} has dtype {name}, on which PyTorch does not compute "
+                    f"{op} (its uint16, uint32 and uint64 hold data only); bcast computes "
+                    f"{op} on PyTorch tensors of {', '.join(computes)}"
+                )
     fixed = fixed_output(op)
     if fixed is not None:
         import numpy as np
@@ -40,6 +68,8 @@ def check_operands(op: str, labels: Sequence[str], operands: Sequence[Any]) -> C
     sig = SIGNATURES[op]
     source = operands[bound[sig.output]]
     dtype = source.dtype
+    if xp is None and not dtype.isnative:  # results in native byte order, as NumPy's
+        dtype = dtype.newbyteorder("=")
     if xp is None and names[bound[sig.output]] == "string" and dtype.kind in "US":
         import numpy as np
 

@@ -1,0 +1,382 @@
+"""Work by peer libraries on untrusted files, run in a worker process with limits.
+
+OpenVINO reading and compiling a model, ONNX shape inference and the runtimes of ``verify``
+run C++ code on whatever the file holds: it can crash the process, run for minutes or take
+all the memory. `run_isolated` runs such a call in a worker process (a fresh interpreter,
+reused from call to call while it stays healthy) whose address space is capped with
+``RLIMIT_AS`` and whose answer is awaited no longer than the time left. A crash, a memory
+exhaustion or a timeout becomes `IsolationError`, a `ModelError` of one line; the worker is
+then replaced for the next call. The limits of a run (`Limits`) are set for a ``with`` block
+(`limits`): the time limit is a deadline shared by every call inside the block (one model).
+This module knows no model format.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from bcast.core.errors import show_bytes
+from bcast.engine.guard import available_memory
+from bcast.models.graph import ModelError
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "IsolationError",
+    "Limits",
+    "current_limits",
+    "default_max_memory",
+    "limits",
+    "prestart",
+    "run_isolated",
+    "shutdown",
+]
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT: Final = 120.0
+"""Seconds a model's peer work may take (``--timeout``)."""
+MIN_MEMORY: Final = 2**30
+"""The default memory limit is never below this (OpenVINO alone maps about 0.6 GiB)."""
+MAX_DEFAULT_MEMORY: Final = 4 * 2**30
+_HEADER: Final = struct.Struct("!Q")
+_SIGNALS: Final = {signal.SIGSEGV: "signal 11", signal.SIGKILL: "killed"}
+
+
+def default_max_memory() -> int:
+    """Return the default memory limit (``--max-memory``): a quarter of the available memory.
+
+    Never below 1 GiB nor above 4 GiB.
+
+    The available memory respects the cgroup limit of a container
+    (`bcast.engine.guard.available_memory`).
+
+    >>> 2**30 <= default_max_memory() <= 4 * 2**30
+    True
+    """
+    free = available_memory()
+    if free is None:
+        return MAX_DEFAULT_MEMORY
+    return max(MIN_MEMORY, min(MAX_DEFAULT_MEMORY, free // 4))
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The limits of the peer work on one model.
+
+    Attributes
+    ----------
+    timeout : float or None
+        Seconds for every isolated call on the model together (None: no time limit).
+    max_memory : int or None
+        Bytes of address space of the worker (None: the default, `default_max_memory`;
+        0: no limit).
+    """
+
+    timeout: float | None = DEFAULT_TIMEOUT
+    max_memory: int | None = None
+
+    def memory(self) -> int | None:
+        """Return the worker's memory cap in bytes (None: uncapped)."""
+        if self.max_memory is None:
+            return default_max_memory()
+        return self.max_memory or None
+
+
+class IsolationError(ModelError):
+    """A peer library crashed, ran out of memory or time in the worker (one-line message)."""
+
+
+_current: ContextVar[tuple[Limits, float | None] | None] = ContextVar(
+    "bcast_isolation_limits", default=None
+)
+
+
+@contextmanager
+def limits(
+    timeout: float | None = DEFAULT_TIMEOUT, max_memory: int | None = None
+) -> Iterator[Limits]:
+    """Set the limits of the isolated calls in a ``with`` block (one model's work).
+
+    >>> with limits(timeout=5.0, max_memory=2**31) as chosen:
+    ...     current_limits() == chosen
+    True
+    """
+    chosen = Limits(timeout, max_memory)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    token = _current.set((chosen, deadline))
+    try:
+        yield chosen
+    finally:
+        _current.reset(token)
+
+
+def current_limits() -> Limits:
+    """Return the limits in force (the defaults outside a `limits` block)."""
+    found = _current.get()
+    return found[0] if found is not None else Limits()
+
+
+def _time_left() -> float | None:
+    found = _current.get()
+    if found is None:
+        return DEFAULT_TIMEOUT
+    chosen, deadline = found
+    if deadline is None:
+        return None
+    return max(deadline - time.monotonic(), 0.0) if chosen.timeout is not None else None
+
+
+class _Worker:
+    """One worker process: pickled calls in on one pipe, pickled answers out on another."""
+
+    def __init__(self, asked: int | None, memory: int | None) -> None:
+        self.asked = asked  # the limit asked for (None: the default), to tell when it changes
+        self.memory = memory
+        to_child_r, self.to_child = os.pipe()
+        self.from_child, from_child_w = os.pipe()
+        env = dict(os.environ, MALLOC_ARENA_MAX="2")  # fewer malloc arenas: less address space
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the parent's bcast
+        command = [sys.executable, "-c", "from bcast.models.isolation import serve; serve()"]
+        self.process = subprocess.Popen(
+            [*command, str(to_child_r), str(from_child_w), str(memory or 0)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(to_child_r, from_child_w),
+            env=env,
+            start_new_session=True,
+        )
+        os.close(to_child_r)
+        os.close(from_child_w)
+
+    def call(self, payload: bytes, timeout: float | None) -> tuple[str, Any]:
+        try:
+            os.write(self.to_child, _HEADER.pack(len(payload)))
+            _write_all(self.to_child, payload)
+            header = self._read(_HEADER.size, timeout)
+            if header is None:
+                return self._died(timeout)
+            body = self._read(_HEADER.unpack(header)[0], timeout)
+        except (BrokenPipeError, OSError):
+            return self._died(timeout)
+        if body is None:
+            return self._died(timeout)
+        try:
+            kind, value = pickle.loads(body)
+        except Exception as err:  # an exception that does not unpickle: say what it was
+            return "raise", RuntimeError(f"{type(err).__name__}: {err}")
+        return str(kind), value
+
+    def _read(self, size: int, timeout: float | None) -> bytes | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        chunks: list[bytes] = []
+        while size:
+            wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            ready, _, _ = select.select([self.from_child], [], [], wait)
+            if not ready:
+                return None
+            chunk = os.read(self.from_child, min(size, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def _died(self, timeout: float | None) -> tuple[str, Any]:
+        try:
+            code = self.process.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            self.close()
+            return "timeout", timeout
+        self.close()
+        return "died", code
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for fd in (self.to_child, self.from_child):
+            with suppress(OSError):
+                os.close(fd)
+
+
+_worker: _Worker | None = None
+
+
+def prestart() -> None:
+    """Start the worker process now, under the limits in force, if none runs.
+
+    Its interpreter then starts while the caller reads the model: the first isolated call
+    does not wait for it.
+    """
+    global _worker
+    chosen = current_limits()
+    if _worker is None or not _worker.alive():
+        shutdown()
+        _worker = _Worker(chosen.max_memory, chosen.memory())
+
+
+def shutdown() -> None:
+    """Stop the worker process, if one runs (it is started again on the next call)."""
+    global _worker
+    if _worker is not None:
+        _worker.close()
+        _worker = None
+
+
+atexit.register(shutdown)
+
+
+def run_isolated(
+    peer: str, doing: str, function: Callable[..., T], *args: Any, where: str = ""
+) -> T:
+    """Call ``function(*args)`` in the worker process, under the limits in force.
+
+    ``function`` and ``args`` must pickle (a module-level function); so must its value.
+    An exception it raises is raised here again.
+
+    Parameters
+    ----------
+    peer : str
+        The library doing the work, for messages (``"OpenVINO"``).
+    doing : str
+        What it does, for messages (``"reading the model"``).
+    where : str, optional
+        What the message starts with (the model's path).
+    function : callable
+        A module-level function.
+    *args
+        Its arguments.
+
+    Returns
+    -------
+    Any
+        What ``function`` returned.
+
+    Raises
+    ------
+    IsolationError
+        If the worker crashed, ran past the memory limit or past the time limit.
+
+    Examples
+    --------
+    >>> run_isolated("Python", "adding", max, 2, 3)
+    3
+    """
+    try:
+        return _run(peer, doing, function, args)
+    except IsolationError as err:
+        raise IsolationError(f"{where}: {err}" if where else str(err)) from None
+
+
+def _run(peer: str, doing: str, function: Callable[..., T], args: tuple[Any, ...]) -> T:
+    global _worker
+    chosen = current_limits()
+    left = _time_left()
+    if left is not None and left <= 0:
+        raise IsolationError(_timeout_message(peer, doing, chosen.timeout))
+    if _worker is not None and (_worker.asked != chosen.max_memory or not _worker.alive()):
+        shutdown()
+    if _worker is None:
+        _worker = _Worker(chosen.max_memory, chosen.memory())
+    memory = _worker.memory
+    payload = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
+    kind, value = _worker.call(payload, left)
+    if kind == "ok":
+        return value  # type: ignore[no-any-return]
+    if kind == "raise":
+        raise value
+    shutdown()
+    if kind == "timeout":
+        raise IsolationError(_timeout_message(peer, doing, chosen.timeout))
+    if kind == "memory":
+        raise IsolationError(_memory_message(peer, doing, memory))
+    code = value if isinstance(value, int) else 0
+    if code < 0:
+        try:
+            name = _SIGNALS.get(signal.Signals(-code), f"signal {-code}")
+        except ValueError:
+            name = f"signal {-code}"
+        if -code == signal.SIGKILL and memory is not None:
+            raise IsolationError(_memory_message(peer, doing, memory))
+        raise IsolationError(f"{peer} crashed {doing} ({name})")
+    raise IsolationError(f"{peer} stopped {doing} (its process exited with status {code})")
+
+
+def _timeout_message(peer: str, doing: str, timeout: float | None) -> str:
+    return f"{peer} took longer than {timeout:g} s {doing}; stopped (see --timeout)"
+
+
+def _memory_message(peer: str, doing: str, memory: int | None) -> str:
+    shown = "its memory limit" if memory is None else f"the memory limit of {show_bytes(memory)}"
+    return f"{peer} ran out of {shown} {doing}; stopped (see --max-memory)"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    chunks: list[bytes] = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def serve() -> None:  # pragma: no cover - runs in the worker process
+    """Serve calls in the worker process: ``python -c 'from ...isolation import serve; serve()'``.
+
+    Arguments (``sys.argv``): the fd to read calls from, the fd to write answers to, and the
+    memory cap in bytes (0: none). OpenVINO's telemetry is turned off before anything loads.
+    """
+    sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]
+    inbox, outbox, memory = (int(a) for a in sys.argv[1:4])
+    if memory:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    while True:
+        header = _read_exact(inbox, _HEADER.size)
+        if header is None:
+            return
+        body = _read_exact(inbox, _HEADER.unpack(header)[0])
+        if body is None:
+            return
+        try:
+            function, args = pickle.loads(body)
+            answer: tuple[str, Any] = ("ok", function(*args))
+        except MemoryError:
+            answer = ("memory", None)
+        except Exception as err:  # C++ allocation failures arrive as RuntimeError
+            answer = ("memory", None) if "bad_alloc" in str(err) else ("raise", err)
+        try:
+            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as err:  # an unpicklable value or exception: say what it was
+            data = pickle.dumps(("raise", RuntimeError(f"{type(err).__name__}: {err}")))
+        try:
+            _write_all(outbox, _HEADER.pack(len(data)))
+            _write_all(outbox, data)
+        except OSError:
+            return

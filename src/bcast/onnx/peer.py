@@ -1,0 +1,60 @@
+"""ONNX's shape inference and onnxruntime, run in the worker process of `bcast.models.isolation`.
+
+Models travel as bytes: the worker parses them, runs the peer and sends bytes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+
+from bcast.models.isolation import run_isolated
+
+__all__ = ["infer_isolated", "infer_serialized", "run_onnxruntime_serialized"]
+
+
+def infer_serialized(data: bytes, data_prop: bool) -> bytes:
+    """Run ``onnx.shape_inference.infer_shapes`` on a serialized model; return it serialized."""
+    model = onnx.ModelProto()
+    model.ParseFromString(data)
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop)
+    return bytes(inferred.SerializeToString())
+
+
+def infer_isolated(model: onnx.ModelProto, *, data_prop: bool = True) -> onnx.ModelProto:
+    """Run ONNX's shape inference on ``model`` in the worker process; return the result.
+
+    Raises
+    ------
+    bcast.models.isolation.IsolationError
+        If the inference crashed, ran out of memory or of time.
+    Exception
+        What the inference raised.
+    """
+    data = run_isolated(
+        "ONNX shape inference",
+        "on the model",
+        infer_serialized,
+        model.SerializeToString(),
+        data_prop,
+    )
+    inferred = onnx.ModelProto()
+    inferred.ParseFromString(data)
+    return inferred
+
+
+def run_onnxruntime_serialized(data: bytes, feeds: Mapping[str, Any]) -> npt.NDArray[Any]:
+    """Run a serialized model in onnxruntime (CPU, one thread); return output 0."""
+    import onnxruntime
+
+    onnxruntime.set_default_logger_severity(4)  # its own error log would duplicate ours
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 4
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    return np.asarray(session.run(None, dict(feeds))[0])

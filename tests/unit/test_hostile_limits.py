@@ -1,0 +1,312 @@
+"""Issue 15: hostile input ends in one line and exit 2, in bounded time and memory.
+
+The model files in ``tests/fixtures/hostile/`` crashed, hung or exhausted memory before;
+the API cases gave wrong answers or leaked NumPy's and PyTorch's messages.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner, Result
+from onnx import TensorProto, helper, numpy_helper
+
+import bcast
+from bcast import ops
+from bcast.cli import main
+from bcast.cli._model_options import parse_bytes
+from bcast.models.isolation import IsolationError, limits, run_isolated
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "hostile"
+F = TensorProto.FLOAT
+ENV = {"COLUMNS": "100", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), env=ENV, catch_exceptions=False)
+
+
+def one_line_exit_2(result: Result, fragment: str, prefix: str = "bcast: ") -> str:
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stdout + result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if not ln.startswith("bcast: warning")]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(prefix)
+    assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def _model(nodes, inputs, inits=(), opset=17, functions=()) -> onnx.ModelProto:
+    outputs = [helper.make_tensor_value_info(nodes[-1].output[0], F, None)]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    imports = [helper.make_opsetid("", opset), helper.make_opsetid("local", 1)]
+    model = helper.make_model(graph, opset_imports=imports, functions=list(functions))
+    model.ir_version = 8
+    return model
+
+
+def _save(model: onnx.ModelProto, path: Path) -> str:
+    path.write_bytes(model.SerializeToString())
+    return str(path)
+
+
+# -- the repro files -----------------------------------------------------------------------
+
+
+def test_openvino_segfault_reading_the_model_is_one_line():
+    pytest.importorskip("openvino")
+    path = FIXTURES / "segv_pdpd_subtract.xml"
+    line = one_line_exit_2(run("check", str(path)), "OpenVINO crashed reading the model")
+    assert "(signal 11)" in line
+    one_line_exit_2(run("verify", str(path)), "OpenVINO crashed reading the model")
+
+
+def test_a_crash_does_not_stop_a_multi_model_run(tmp_path):
+    pytest.importorskip("openvino")
+    node = helper.make_node("Add", ["x", "y"], ["z"], name="add")
+    vi = [helper.make_tensor_value_info(n, F, s) for n, s in (("x", [2, 3]), ("y", [4]))]
+    good = _save(_model([node], vi), tmp_path / "bad_add.onnx")
+    result = run("check", "--json", str(FIXTURES / "segv_pdpd_subtract.xml"), good)
+    assert result.exit_code == 2
+    models = json.loads(result.stdout)["models"]
+    assert "crashed" in models[0]["error"]
+    assert models[1]["error"] is None
+    assert [f["kind"] for f in models[1]["findings"]] == ["incompatible"]
+
+
+def test_openvino_memory_bomb_stops_at_the_memory_limit():
+    pytest.importorskip("openvino")
+    path = str(FIXTURES / "ov_broadcast_bomb.xml")
+    # 4.9 GB in OpenVINO's read_model before: a smaller limit than the default keeps CI light.
+    result = run("check", path, "--max-memory", "1GiB")
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_non_utf8_names_are_refused_in_one_line():
+    path = FIXTURES / "typeerror_label_bytes.onnx"
+    one_line_exit_2(run("check", str(path)), "a name is not UTF-8 text")
+
+
+def test_self_loop_through_functions_is_a_cycle_found_before_expansion():
+    path = FIXTURES / "oom_funcbomb6_selfloop.onnx"
+    started = time.monotonic()
+    one_line_exit_2(run("check", str(path)), "has a cycle through node 'call'")
+    assert time.monotonic() - started < 60  # a hang guard only: it was 24 GB or 35 s
+
+
+def test_function_bomb_is_refused_before_shape_inference():
+    path = FIXTURES / "slow_funcbomb22.onnx"
+    one_line_exit_2(run("check", str(path)), "expand to more than 200,000 nodes")
+
+
+def test_verify_default_budget_is_bounded():
+    path = str(FIXTURES / "verify_add_12000.onnx")
+    result = run("verify", "--json", path, "--runtime", "onnxruntime")
+    assert result.exit_code == 2
+    (skipped,) = json.loads(result.stdout)["skipped"]
+    assert skipped["kind"] == "too-large"
+    assert "half of --max-memory" in skipped["reason"]
+    # [1,12000] + [12000,1] float64: 1.15 GB per output; enough memory lets it run
+    big = run("verify", "--json", path, "--runtime", "onnxruntime", "--max-memory", "16GiB")
+    assert json.loads(big.stdout)["skipped"] == [] or "too large" in big.stdout
+
+
+def test_nesting_deeper_than_the_bound_is_refused(tmp_path):
+    functions = []
+    for k in range(70):  # f0 calls f1 ... calls f69, once each: small, but deep
+        body = (
+            [helper.make_node(f"f{k + 1}", ["a"], ["o"], domain="local")]
+            if k < 69
+            else [helper.make_node("Relu", ["a"], ["o"])]
+        )
+        imports = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+        functions.append(helper.make_function("local", f"f{k}", ["a"], ["o"], body, imports))
+    call = helper.make_node("f0", ["x"], ["y"], name="call", domain="local")
+    x = helper.make_tensor_value_info("x", F, [2])
+    path = _save(_model([call], [x], functions=functions), tmp_path / "deep.onnx")
+    one_line_exit_2(run("check", path), "nest deeper than 64 levels")
+
+
+# -- hostile models: bcast's words, not a peer's internals -----------------------------------
+
+
+def test_opset_version_past_int32_is_refused(tmp_path):
+    node = helper.make_node("Add", ["x", "x"], ["z"], name="add")
+    x = helper.make_tensor_value_info("x", F, [2])
+    path = _save(_model([node], [x], opset=2**62), tmp_path / "opset.onnx")
+    line = one_line_exit_2(run("check", path), "operator set")
+    assert "get_schema" not in line
+
+
+def test_attribute_of_the_wrong_type_is_named(tmp_path):
+    body = helper.make_graph([], "b", [], [])
+    node = helper.make_node("Add", ["x", "y"], ["z"], name="add", broadcast=1)
+    node.attribute.append(helper.make_attribute("axis", body))
+    vi = [helper.make_tensor_value_info(n, F, [2, 3]) for n in ("x", "y")]
+    path = _save(_model([node], vi, opset=6), tmp_path / "attr.onnx")
+    line = one_line_exit_2(run("check", path), "attribute 'axis' must be an INT")
+    assert "GraphProto" not in line
+
+
+def test_unknown_element_type_in_verify_is_named(tmp_path):
+    node = helper.make_node("Add", ["x", "y"], ["z"], name="add")
+    vi = [helper.make_tensor_value_info(n, 40, [2]) for n in ("x", "y")]
+    path = _save(_model([node], vi), tmp_path / "elem.onnx")
+    line = one_line_exit_2(run("verify", path, "--runtime", "onnxruntime"), "element type 40")
+    assert "KeyError" not in line
+
+
+def test_external_data_location_with_a_nul_byte_is_refused(tmp_path):
+    tensor = numpy_helper.from_array(np.ones(2, np.float32), "y")
+    tensor.data_location = TensorProto.EXTERNAL
+    tensor.ClearField("raw_data")
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", "we\0ights.bin"
+    node = helper.make_node("Add", ["x", "y"], ["z"], name="add")
+    x = helper.make_tensor_value_info("x", F, [2])
+    path = _save(_model([node], [x], [tensor]), tmp_path / "nul.onnx")
+    line = one_line_exit_2(run("verify", path, "--runtime", "onnxruntime"), "NUL")
+    assert "embedded null byte" not in line
+
+
+def test_an_input_of_rank_past_numpy_is_skipped_in_bcast_words(tmp_path):
+    node = helper.make_node("Add", ["x", "y"], ["z"], name="add")
+    vi = [helper.make_tensor_value_info(n, F, [1] * 3002) for n in ("x", "y")]
+    path = _save(_model([node], vi), tmp_path / "rank.onnx")
+    result = run("verify", "--json", path, "--runtime", "onnxruntime")
+    assert result.exit_code == 2
+    (skipped,) = json.loads(result.stdout)["skipped"]
+    assert "rank 3002: arrays have at most 64 dimensions" in skipped["reason"]
+
+
+def test_a_huge_dim_binding_is_a_usage_error(tmp_path):
+    node = helper.make_node("Add", ["x", "x"], ["z"], name="add")
+    x = helper.make_tensor_value_info("x", F, ["batch"])
+    path = _save(_model([node], [x]), tmp_path / "m.onnx")
+    for command in ("check", "verify"):
+        result = run(command, path, "--dim", "batch=99999999999999999999")
+        one_line_exit_2(result, "at most 2**63-1", prefix="Error: Invalid value for '--dim'")
+
+
+# -- the worker ------------------------------------------------------------------------------
+
+
+def test_worker_crash_timeout_and_memory_are_one_line_errors():
+    with pytest.raises(IsolationError, match=r"^P crashed reading \(signal 11\)$"):
+        run_isolated("P", "reading", ctypes.string_at, 0)
+    with limits(timeout=1.0), pytest.raises(IsolationError, match="took longer than 1 s"):
+        run_isolated("P", "sleeping", time.sleep, 60)
+    with (
+        limits(max_memory=2**30),
+        pytest.raises(IsolationError, match=r"ran out of the memory limit of 1\.0 GiB"),
+    ):
+        run_isolated("P", "allocating", bytearray, 4 * 2**30)
+    assert run_isolated("P", "adding", max, 2, 3) == 3  # a fresh worker after each failure
+
+
+def test_worker_raises_what_the_call_raised():
+    with pytest.raises(KeyError):
+        run_isolated("P", "looking up", dict.__getitem__, {}, 40)
+
+
+def test_sizes_parse():
+    assert parse_bytes("4GiB") == 4 * 2**30
+    assert parse_bytes("1.5G") == 3 * 2**29
+    assert parse_bytes("1000") == 1000
+    with pytest.raises(ValueError, match="expected a size"):
+        parse_bytes("lots")
+
+
+# -- the API ---------------------------------------------------------------------------------
+
+
+def _wrapped_int64(value: int) -> int:
+    value %= 2**64
+    return value - 2**64 if value >= 2**63 else value
+
+
+@pytest.mark.parametrize("order", [">", "<"])
+def test_pow_with_an_exponent_of_either_byte_order(order):
+    base = np.array([3, 3, 2], np.int64)
+    exponent = np.array([37, 50, 63], f"{order}u8")
+    expected = [_wrapped_int64(int(b) ** int(e)) for b, e in zip(base, exponent, strict=True)]
+    assert ops.pow(base, exponent).tolist() == expected
+    assert expected[0] == 450283905890997363
+
+
+def test_operands_of_foreign_byte_order_agree_with_numpy():
+    a = np.arange(6, dtype=">f8").reshape(2, 3)
+    b = np.array([1.5, -2.0, 4.0], ">f8")
+    result = ops.add(a, b)
+    np.testing.assert_array_equal(result, a + b)
+    out = np.empty((2, 3), ">f8")
+    assert ops.mul(a, b, out=out) is out
+    np.testing.assert_array_equal(out, a * b)
+    assert ops.equal(np.array([1, 2], ">i4"), np.array([1, 3], "<i4")).tolist() == [True, False]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: bcast.broadcast_to(np.ones(1), (1,) * 65),
+        lambda: ops.expand(np.ones(1), (1,) * 65),
+        lambda: ops.broadcast(np.ones(1), (1,) * 65),
+    ],
+    ids=["broadcast_to", "expand", "broadcast"],
+)
+def test_rank_past_64_is_a_broadcast_error(call):
+    with pytest.raises(bcast.BroadcastError, match="rank 65; arrays have at most 64"):
+        call()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: ops.expand(np.ones(1), (0, 2**62)),
+        lambda: bcast.broadcast_to(np.ones(1), (2**40, 2**40)),
+        lambda: ops.broadcast(np.ones(1), (2**40, 2**40)),
+    ],
+    ids=["expand-empty", "broadcast_to", "broadcast"],
+)
+def test_sizes_past_intp_are_a_broadcast_error(call):
+    with pytest.raises(bcast.BroadcastError, match="too large for an array"):
+        call()
+
+
+def test_interval_arguments_are_validated_before_compared():
+    with pytest.raises((TypeError, bcast.BroadcastError)):
+        bcast.Dim.interval(2**64, np.bool_(True))
+    with pytest.raises(TypeError):
+        bcast.Dim.interval(2, np.bool_(True))
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+def test_torch_storage_only_dtypes_are_a_type_error(dtype):
+    torch = pytest.importorskip("torch")
+    x = torch.ones(2, dtype=getattr(torch, dtype))
+    with pytest.raises(TypeError, match="PyTorch does not compute add") as err:
+        ops.add(x, x)
+    assert "int32" in str(err.value) and "NotImplementedError" not in str(err.value)
+    assert ops.equal(x, x).tolist() == [True, True]  # comparisons do run
+
+
+def test_read_only_out_on_the_generic_path_is_refused_before_computing(monkeypatch):
+    jnp = pytest.importorskip("jax.numpy")
+    import bcast.ops._kernels as kernels
+
+    calls = []
+    kernel = kernels.BINARY["add"]
+    spy = dataclasses.replace(kernel, generic=lambda *a: calls.append(1) or kernel.generic(*a))
+    monkeypatch.setitem(kernels.BINARY, "add", spy)
+    with pytest.raises(ValueError, match="read-only"):
+        ops.add(jnp.ones(3), jnp.ones(3), out=jnp.zeros(3))
+    assert calls == []
