@@ -175,7 +175,7 @@ def _spec_axis(node: Node) -> dict[str, Any]:
 
 
 def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]]) -> Any:
-    mode = str(node.mode or Mode.NUMPY)
+    mode = node.mode or Mode.NUMPY
     axis = _spec_axis(node)
     if node.op in _BINARY:
         return getattr(ops, _BINARY[node.op])(arrays[0], arrays[1], broadcast=mode, **axis)
