@@ -174,14 +174,16 @@ def _runners(wanted: Sequence[str]) -> tuple[dict[str, _Runner], list[str]]:
             try:
                 import onnxruntime  # noqa: F401 (the verifier runs onnxruntime)
             except ImportError:
-                notes.append("onnxruntime is not installed; skipped")
+                notes.append(
+                    'onnxruntime is not installed (pip install "bcast[onnxruntime]"); skipped'
+                )
                 continue
             found[name] = _run_onnxruntime
         elif name == "openvino":
             try:
                 from bcast.openvino.runtime import run_onnx_file
             except ImportError:
-                notes.append("openvino is not installed; skipped")
+                notes.append('openvino is not installed (pip install "bcast[openvino]"); skipped')
                 continue
             found[name] = _openvino_runner(run_onnx_file)
     return found, notes

@@ -105,7 +105,10 @@ def verify_ir(
 
         from bcast.openvino.reader import layer_details, read_ir
     except ImportError as err:
-        raise ModelError(f"{path}: verifying OpenVINO IR needs openvino ({err})") from None
+        raise ModelError(
+            f"{path}: verifying OpenVINO IR needs openvino ({err}); "
+            'install it with: pip install "bcast[openvino]"'
+        ) from None
     from bcast.openvino.reader import AXIS_KEY, ELEMENTWISE_AXIS_KEY
     from bcast.openvino.runtime import run_node
 
