@@ -22,6 +22,11 @@ Writes, with ``onnx.helper`` (and ``openvino`` for the IR):
 - ``pdpd_subtract.xml`` / ``.bin``: an OpenVINO IR with a pdpd Subtract ``[2,1] - [2]``,
   axis 0, whose axis OpenVINO's CPU plugin loses (``bcast verify`` shows it).
 
+Every model passes ``onnx.checker.check_model``. With ``full_check=True`` (ONNX shape
+inference, strict) the ``broken_*``, ``block_broken`` and ``huge_expand`` models are
+rejected or accepted as ONNX's own inference sees them: they are invalid on purpose, as the
+README lists.
+
 The models are generated, never committed (``examples/models/`` is git-ignored).
 """
 
@@ -50,6 +55,11 @@ def _vi(name, shape, elem=F):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
+def _out(name, rank):
+    """A graph output of known rank and unknown dims (onnx.checker wants a shape there)."""
+    return _vi(name, [None] * rank)
+
+
 def _const(name, array):
     return numpy_helper.from_array(np.asarray(array), name)
 
@@ -72,14 +82,13 @@ def block() -> onnx.ModelProto:
         _const("bias", rng.standard_normal(16).astype(np.float32)),
         _const("slope", np.full(16, 0.1, np.float32)),
         _const("heads", np.array([1, 4, 1, 1], np.int64)),
-        _const("mean_axes", np.array([-1], np.int64)),
     ]
     nodes = [
         # LayerNorm, written out: (x - mean) / sqrt(var + eps) * gamma + beta
-        helper.make_node("ReduceMean", ["x", "mean_axes"], ["mean"], name="ln_mean"),
+        helper.make_node("ReduceMean", ["x"], ["mean"], name="ln_mean", axes=[-1]),
         helper.make_node("Sub", ["x", "mean"], ["centered"], name="ln_center"),
         helper.make_node("Mul", ["centered", "centered"], ["sq"], name="ln_square"),
-        helper.make_node("ReduceMean", ["sq", "mean_axes"], ["var"], name="ln_var"),
+        helper.make_node("ReduceMean", ["sq"], ["var"], name="ln_var", axes=[-1]),
         helper.make_node("Add", ["var", "eps"], ["var_eps"], name="ln_eps"),
         helper.make_node("Sqrt", ["var_eps"], ["std"], name="ln_std"),
         helper.make_node("Div", ["centered", "std"], ["normed"], name="ln_div"),
@@ -94,9 +103,9 @@ def block() -> onnx.ModelProto:
         helper.make_node("PRelu", ["proj", "slope"], ["act"], name="proj_prelu"),
     ]
     outputs = [
-        _vi("ln_out", None),
-        _vi("probs", None),
-        _vi("act", None),
+        _out("ln_out", 3),
+        _out("probs", 4),
+        _out("act", 2),
     ]
     return _model(nodes, inputs, outputs, inits, "block")
 
@@ -115,37 +124,37 @@ def block_broken() -> onnx.ModelProto:
 
 def broken_add() -> onnx.ModelProto:
     nodes = [helper.make_node("Add", ["x", "y"], ["z"], name="residual_add")]
-    return _model(nodes, [_vi("x", ["batch", "seq", 64]), _vi("y", ["seq", 32])], [_vi("z", None)])
+    return _model(nodes, [_vi("x", ["batch", "seq", 64]), _vi("y", ["seq", 32])], [_out("z", 3)])
 
 
 def broken_prelu() -> onnx.ModelProto:
     nodes = [helper.make_node("PRelu", ["x", "slope"], ["y"], name="prelu_wide")]
     inits = [_const("slope", np.linspace(0.1, 0.8, 16, dtype=np.float32).reshape(2, 8))]
-    return _model(nodes, [_vi("x", [8])], [_vi("y", None)], inits)
+    return _model(nodes, [_vi("x", [8])], [_out("y", 1)], inits)
 
 
 def broken_gemm() -> onnx.ModelProto:
     nodes = [helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="gemm_bias")]
     inits = [_const("c", np.ones((4, 16), np.float32))]
-    return _model(nodes, [_vi("a", [1, 32]), _vi("b", [32, 16])], [_vi("y", None)], inits)
+    return _model(nodes, [_vi("a", [1, 32]), _vi("b", [32, 16])], [_out("y", 2)], inits)
 
 
 def huge_expand() -> onnx.ModelProto:
     nodes = [helper.make_node("Expand", ["x", "shape"], ["y"], name="expand_huge")]
     inits = [_const("shape", np.array([65536, 65536, 64], np.int64))]
-    return _model(nodes, [_vi("x", [1, 64])], [_vi("y", None)], inits)
+    return _model(nodes, [_vi("x", [1, 64])], [_out("y", 3)], inits)
 
 
 def conditional() -> onnx.ModelProto:
     nodes = [helper.make_node("Add", ["x", "pair"], ["y"], name="pair_add")]
     inputs = [_vi("x", ["batch", 4]), _vi("pair", [2, 4])]
-    return _model(nodes, inputs, [_vi("y", None)])
+    return _model(nodes, inputs, [_out("y", 2)])
 
 
 def prelu_channels() -> onnx.ModelProto:
     nodes = [helper.make_node("PRelu", ["x", "slope"], ["y"], name="prelu_channels")]
     inits = [_const("slope", np.array([0.1, 0.2, 0.3], np.float32))]
-    return _model(nodes, [_vi("x", [1, 3, 2, 3])], [_vi("y", None)], inits)
+    return _model(nodes, [_vi("x", [1, 3, 2, 3])], [_out("y", 4)], inits)
 
 
 def pdpd_ir(directory: Path) -> Path | None:

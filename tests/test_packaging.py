@@ -11,10 +11,18 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import re
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    tomllib = pytest.importorskip("tomli")
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "bcast"
 # Imported names whose distribution has another name, or that come with a declared one.
@@ -92,3 +100,75 @@ def test_the_core_imports_only_its_hard_dependencies() -> None:
     assert "numpy" in imports, "nothing found: the scan is broken"
     missing = {n for n in imports if n.replace("_", "-") not in declared()}
     assert not missing, f"the core imports {sorted(missing)}, not hard dependencies"
+
+
+# -- the project's metadata: license, classifiers, version, dependencies -------------------
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_license_file_is_the_declared_license() -> None:
+    project = _pyproject()["project"]
+    assert project["license"] == "Apache-2.0"
+    assert project["license-files"] == ["LICENSE"]
+    text = (PROJECT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+
+
+def test_classifiers_say_typed_and_every_supported_python() -> None:
+    project = _pyproject()["project"]
+    classifiers = set(project["classifiers"])
+    assert "Typing :: Typed" in classifiers
+    assert (SRC / "py.typed").exists()
+    minimum = int(project["requires-python"].removeprefix(">=3."))
+    listed = {int(c.rsplit(".", 1)[1]) for c in classifiers if re.fullmatch(r".*:: 3\.\d+", c)}
+    assert min(listed) == minimum, "the oldest Python listed is the one required"
+    assert f"3.{sys.version_info.minor}" in {f"3.{v}" for v in listed}
+
+
+def test_version_is_written_once() -> None:
+    config = _pyproject()
+    assert "version" not in config["project"] and "version" in config["project"]["dynamic"]
+    assert config["tool"]["hatch"]["version"]["path"] == "src/bcast/__init__.py"
+    source = (SRC / "__init__.py").read_text(encoding="utf-8")
+    assert re.search(r'^__version__ = "\d+\.\d+\.\d+"$', source, re.MULTILINE)
+
+
+def test_every_declared_dependency_is_imported() -> None:
+    # A dependency nothing imports (onnx-ir was one) only slows installs down.
+    extras = _pyproject()["project"]["optional-dependencies"]
+    imported = third_party_imports(sorted(SRC.rglob("*.py")))
+    for extra in ("onnx", "onnxruntime", "openvino", "arrays", "fast"):
+        for requirement in extras[extra]:
+            name = re.match(r"[A-Za-z0-9_.\-]+", requirement)
+            assert name is not None
+            dist = name.group(0).lower().replace("_", "-")
+            assert dist.replace("-", "_") in imported or dist in imported, (extra, dist)
+
+
+def test_the_wheel_carries_license_schemas_and_metadata(tmp_path: Path) -> None:
+    pytest.importorskip("hatchling", reason="building the wheel needs hatchling (test extra)")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(PROJECT), "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(tmp_path)],
+        check=True,
+        timeout=300,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("bcast-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        text = archive.read(metadata).decode()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert {f"bcast/cli/schemas/{c}.json" for c in ("shape", "explain", "check", "verify")} <= set(
+        names
+    )
+    assert "bcast/py.typed" in names
+    assert "License-Expression: Apache-2.0" in text and "Classifier: Typing :: Typed" in text
+    version = re.search(r'__version__ = "([^"]+)"', (SRC / "__init__.py").read_text())
+    assert version is not None and f"Version: {version.group(1)}\n" in text
+    assert "onnx-ir" not in text

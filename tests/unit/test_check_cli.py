@@ -21,6 +21,7 @@ from click.testing import CliRunner, Result
 from onnx import TensorProto, helper, numpy_helper
 
 from bcast.cli import main
+from bcast.cli._output import load_schema
 
 F = TensorProto.FLOAT
 WIDTH = 100
@@ -35,103 +36,7 @@ ENV: dict[str, str | None] = {
 }
 ANSI = re.compile(r"\x1b\[")
 
-SHAPE_TEXT = {"type": "string", "pattern": r"^\[.*\]$"}
-FINDING = {
-    "type": "object",
-    "required": [
-        "severity",
-        "kind",
-        "node",
-        "op",
-        "inputs",
-        "mode",
-        "axis",
-        "reason",
-        "picture",
-    ],
-    "properties": {
-        "severity": {"enum": ["error", "warning", "info"]},
-        "kind": {
-            "enum": [
-                "incompatible",
-                "conditional",
-                "unidirectional",
-                "size",
-                "pdpd-default-axis",
-                "axes-mapping-duplicates",
-                "pdpd-trailing-ones",
-                "pdpd-one-against-zero",
-                "peer-rejects",
-                "not-checked",
-            ]
-        },
-        "node": {"type": "string"},
-        "op": {"type": "string"},
-        "inputs": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["name", "shape"],
-                "properties": {"name": {"type": "string"}, "shape": SHAPE_TEXT},
-                "additionalProperties": False,
-            },
-        },
-        "mode": {"type": ["string", "null"]},
-        "axis": {"type": ["integer", "null"], "minimum": 0},
-        "reason": {"type": "string", "minLength": 1},
-        "picture": {"type": "string"},
-    },
-    "additionalProperties": False,
-}
-COVERAGE = {
-    "type": "object",
-    "required": ["broadcasting_nodes", "unchecked"],
-    "properties": {
-        "broadcasting_nodes": {"type": "integer", "minimum": 0},
-        "unchecked": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["node", "op", "reason"],
-                "properties": {k: {"type": "string"} for k in ("node", "op", "reason")},
-                "additionalProperties": False,
-            },
-        },
-    },
-    "additionalProperties": False,
-}
-CHECK_SCHEMA = {
-    "type": "object",
-    "required": ["models", "unused_dims", "summary"],
-    "properties": {
-        "unused_dims": {"type": "array", "items": {"type": "string"}},
-        "models": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["path", "nodes", "findings", "coverage", "error"],
-                "properties": {
-                    "path": {"type": "string"},
-                    "nodes": {"type": "integer", "minimum": 0},
-                    "findings": {"type": "array", "items": FINDING},
-                    "coverage": COVERAGE,
-                    "error": {"type": ["string", "null"]},
-                },
-                "additionalProperties": False,
-            },
-        },
-        "summary": {
-            "type": "object",
-            "required": ["models", "nodes", "errors", "warnings", "info", "unreadable"],
-            "properties": {
-                k: {"type": "integer", "minimum": 0}
-                for k in ("models", "nodes", "errors", "warnings", "info", "unreadable")
-            },
-            "additionalProperties": False,
-        },
-    },
-    "additionalProperties": False,
-}
+CHECK_SCHEMA = load_schema("check")  # the schema shipped in the package
 
 
 def run(*args: str) -> Result:
@@ -251,7 +156,9 @@ def test_json_reports_an_unreadable_model_and_exits_2(models, tmp_path):
     junk.write_bytes(b"\x00\x01 not a model")
     code, data = check_json(models["broken"], str(junk))
     assert code == 2
-    assert data["models"][1]["error"].startswith(str(junk))
+    error = data["models"][1]["error"]
+    assert error["kind"] == "unreadable" and error["axis"] is None
+    assert error["message"].startswith(str(junk))
     assert data["summary"]["unreadable"] == 1
 
 

@@ -73,9 +73,16 @@ def test_unknown_mode_lists_the_valid_names() -> None:
     assert "explicit" in str(excinfo.value)
 
 
-def test_mode_names_are_case_sensitive() -> None:
-    with pytest.raises(BroadcastError, match="unknown mode 'NUMPY'"):
-        bcast.broadcast_shapes("[2]", "[2]", mode="NUMPY")
+@pytest.mark.parametrize("name", ["NUMPY", "PDPD", "NONE", "EXPLICIT", "BIDIRECTIONAL", "NumPy"])
+def test_mode_names_are_case_insensitive(name: str) -> None:
+    # OpenVINO writes its AutoBroadcastType and BroadcastType names in capitals.
+    assert bcast.Mode.parse(name) is bcast.Mode(name.lower())
+
+
+def test_mode_in_capitals_applies_the_rule() -> None:
+    assert bcast.broadcast_shapes("[2,1]", "[3]", mode="NUMPY") == (2, 3)
+    with pytest.raises(BroadcastError, match="unknown mode 'NUMPI'"):
+        bcast.broadcast_shapes("[2]", "[2]", mode="NUMPI")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -54,7 +54,7 @@ def assert_unreadable(path: Path | str, fragment: str) -> None:
     assert fragment in lines[0]
     json_result = run("check", "--json", str(path))
     assert json_result.exit_code == 2
-    assert fragment in json.loads(json_result.stdout)["models"][0]["error"]
+    assert fragment in json.loads(json_result.stdout)["models"][0]["error"]["message"]
 
 
 # -- ONNX --------------------------------------------------------------------------------------

@@ -76,7 +76,7 @@ def test_a_crash_does_not_stop_a_multi_model_run(tmp_path):
     result = run("check", "--json", str(FIXTURES / "segv_pdpd_subtract.xml"), good)
     assert result.exit_code == 2
     models = json.loads(result.stdout)["models"]
-    assert "crashed" in models[0]["error"]
+    assert "crashed" in models[0]["error"]["message"]
     assert models[1]["error"] is None
     assert [f["kind"] for f in models[1]["findings"]] == ["incompatible"]
 

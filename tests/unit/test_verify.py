@@ -20,6 +20,7 @@ from click.testing import CliRunner, Result
 from onnx import TensorProto, helper, numpy_helper
 
 from bcast.cli import main
+from bcast.cli._output import load_schema
 from bcast.models import ModelError
 from bcast.onnx.verify import verify_model
 from bcast.ops import memory_limit
@@ -29,80 +30,7 @@ pytest.importorskip("onnxruntime")
 F = TensorProto.FLOAT
 ENV = {"COLUMNS": "100", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 
-RESULT = {
-    "type": "object",
-    "required": ["shape", "dtype", "error", "harness"],
-    "properties": {
-        "shape": {"type": ["string", "null"]},
-        "dtype": {"type": ["string", "null"]},
-        "error": {"type": ["string", "null"]},
-        "harness": {"type": "boolean"},
-    },
-    "additionalProperties": False,
-}
-VERIFY_SCHEMA = {
-    "type": "object",
-    "required": [
-        "model",
-        "runtimes",
-        "seed",
-        "nodes",
-        "skipped",
-        "notes",
-        "unused_dims",
-        "summary",
-        "error",
-    ],
-    "properties": {
-        "model": {"type": "string"},
-        "runtimes": {"type": "array", "items": {"enum": ["onnxruntime", "openvino"]}},
-        "seed": {"type": "integer"},
-        "notes": {"type": "array", "items": {"type": "string"}},
-        "unused_dims": {"type": "array", "items": {"type": "string"}},
-        "error": {"type": "null"},
-        "summary": {
-            "type": "object",
-            "required": ["nodes", "compared", "skipped", "disagreements", "harness_errors"],
-            "properties": {
-                k: {"type": "integer", "minimum": 0}
-                for k in ("nodes", "compared", "skipped", "disagreements", "harness_errors")
-            },
-            "additionalProperties": False,
-        },
-        "skipped": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["node", "op", "kind", "reason"],
-                "properties": {
-                    "node": {"type": "string"},
-                    "op": {"type": "string"},
-                    "kind": {"enum": ["unsupported", "unknown-shape", "too-large"]},
-                    "reason": {"type": "string", "minLength": 1},
-                },
-                "additionalProperties": False,
-            },
-        },
-        "nodes": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["node", "op", "inputs", "results", "comparisons"],
-                "properties": {
-                    "results": {"type": "object", "additionalProperties": RESULT},
-                    "comparisons": {
-                        "type": "object",
-                        "additionalProperties": {
-                            "type": "object",
-                            "required": ["agree", "detail", "max_abs_diff", "harness"],
-                        },
-                    },
-                },
-            },
-        },
-    },
-    "additionalProperties": False,
-}
+VERIFY_SCHEMA = load_schema("verify")  # the schema shipped in the package
 
 
 def run(*args: str) -> Result:
@@ -266,7 +194,7 @@ def test_unusable_model_exits_2_with_one_line(tmp_path):
     (line,) = result.stderr.strip().splitlines()
     assert "not an ONNX model" in line
     data = json.loads(run("verify", "--json", str(path)).stdout)
-    assert "not an ONNX model" in data["error"]
+    assert "not an ONNX model" in data["error"]["message"]
 
 
 def test_json_of_an_unusable_model_names_its_path(tmp_path):
@@ -409,7 +337,7 @@ def test_ir_with_onnxruntime_alone_exits_2_with_one_line(tmp_path):
     (line,) = result.stderr.strip().splitlines()
     assert "onnxruntime cannot run OpenVINO IR" in line
     data = json.loads(run("verify", "--json", path, "--runtime", "onnxruntime").stdout)
-    assert "onnxruntime cannot run OpenVINO IR" in data["error"]
+    assert "onnxruntime cannot run OpenVINO IR" in data["error"]["message"]
 
 
 def test_ir_broadcast_select_and_integer_nodes_agree(tmp_path):
@@ -740,7 +668,7 @@ def test_external_data_outside_the_model_folder_is_refused(tmp_path, where):
     assert "model's folder" in line
     data = json.loads(run("verify", "--json", str(path), "--runtime", "onnxruntime").stdout)
     assert data["model"] == str(path)
-    assert "model's folder" in data["error"]
+    assert "model's folder" in data["error"]["message"]
 
 
 def test_external_data_in_a_model_proto_without_a_folder_is_refused(tmp_path):

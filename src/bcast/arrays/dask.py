@@ -21,7 +21,7 @@ from dask.utils import parse_bytes
 
 from bcast.arrays.targets import plan_to_target, static_shape
 from bcast.core.errors import BroadcastError
-from bcast.core.modes import Mode
+from bcast.core.modes import Mode, ModeName
 from bcast.core.planning import plan as make_plan
 from bcast.core.plans import Plan
 from bcast.core.shape import ShapeLike
@@ -63,7 +63,7 @@ def broadcast_to(
     x: Any,
     shape: ShapeLike,
     *,
-    mode: str | Mode,
+    mode: ModeName | Mode,
     axis: int,
     axes_mapping: Sequence[int] | None,
 ) -> Any:
@@ -90,7 +90,7 @@ def broadcast_to(
     return view
 
 
-def broadcast_arrays(*arrays: Any, mode: str | Mode, axis: int) -> tuple[Any, ...]:
+def broadcast_arrays(*arrays: Any, mode: ModeName | Mode, axis: int) -> tuple[Any, ...]:
     """Broadcast Dask (and NumPy) arrays against each other lazily (`bcast.broadcast_arrays`).
 
     Every result has the same chunks, those of the largest operand.

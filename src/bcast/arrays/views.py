@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union
 
-from bcast.arrays.libraries import NUMPY, library_of, shape_of
+from bcast.arrays.libraries import NUMPY, as_operands, shape_of
 from bcast.arrays.targets import check_array_shape, plan_to_target, static_shape
-from bcast.core.modes import Mode
+from bcast.core.modes import Mode, ModeName
 from bcast.core.planning import plan
 from bcast.core.shape import ShapeLike
 
 if TYPE_CHECKING:
     from bcast.core.plans import Plan
 
-__all__ = ["Array", "broadcast_arrays", "broadcast_to"]
+__all__ = ["Array", "ArrayT", "Scalar", "broadcast_arrays", "broadcast_to"]
 
 
 class Array(Protocol):
@@ -42,14 +42,18 @@ class Array(Protocol):
 
 
 ArrayT = TypeVar("ArrayT", bound=Array)
+"""An array of one library: what a function takes in, it gives back (NumPy in, NumPy out)."""
+
+Scalar = Union[bool, int, float]
+"""A Python scalar operand: it takes the dtype of an array operand (the array API rule)."""
 
 
 def broadcast_to(
     x: ArrayT,
-    shape: ShapeLike,
     /,
+    shape: ShapeLike,
     *,
-    mode: str | Mode = "numpy",
+    mode: ModeName | Mode = "numpy",
     axis: int = -1,
     axes_mapping: Sequence[int] | None = None,
 ) -> ArrayT:
@@ -123,6 +127,8 @@ def broadcast_to(
     >>> v = bcast.broadcast_to(x, (2, 3))
     >>> v.shape, v.strides[0], v.flags.writeable
     ((2, 3), 0, False)
+    >>> bcast.broadcast_to(np.arange(3), shape=(2, 3)).shape
+    (2, 3)
     >>> bcast.broadcast_to(np.ones((3, 1)), (2, 1, 6), mode="bidirectional").shape
     (2, 3, 6)
     >>> bcast.broadcast_to(np.ones((3, 1)), (2, 3, 4), mode="pdpd", axis=1).shape
@@ -134,7 +140,7 @@ def broadcast_to(
     ...
     bcast.BroadcastError: unidirectional: B [2,3] has rank 2, more than A [3] (rank 1); ...
     """
-    lib = library_of(x)
+    lib, (x,) = as_operands((x,))
     if lib.dask:
         from bcast.arrays import dask
 
@@ -149,7 +155,7 @@ def broadcast_to(
 
 
 def broadcast_arrays(
-    *arrays: ArrayT, mode: str | Mode = "numpy", axis: int = -1
+    *arrays: ArrayT | Scalar, mode: ModeName | Mode = "numpy", axis: int = -1
 ) -> tuple[ArrayT, ...]:
     """Broadcast arrays against each other, as zero-copy views (read-only where possible).
 
@@ -202,7 +208,7 @@ def broadcast_arrays(
     >>> b.shape
     (2, 3, 4)
     """
-    lib = library_of(*arrays) if arrays else NUMPY  # one library for all, or TypeError
+    lib, arrays = as_operands(arrays) if arrays else (NUMPY, arrays)  # one library, or TypeError
     if lib.dask:
         from bcast.arrays import dask
 

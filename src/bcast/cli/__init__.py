@@ -3,7 +3,7 @@
 Commands are registered explicitly below, one line each; there is no discovery.
 
 Exit status of every command: 0 clean, 1 findings (incompatible shapes, model findings,
-runtime disagreements), 2 bad usage or unreadable input.
+runtime disagreements), 2 bad usage, unreadable input or an internal error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import click
 import bcast
 
 from ._output import BcastGroup
-from .check_cmd import check
-from .shapes import explain, shape
-from .verify_cmd import verify
+from .check_cmd import check, check_skeleton
+from .shapes import explain, explain_skeleton, shape, shape_skeleton
+from .verify_cmd import verify, verify_skeleton
 
 __all__ = ["main"]
 
@@ -39,9 +39,13 @@ def main() -> None:
     rank. The brackets are optional (2,3,?); quote shapes in the shell, since [ ] and ? are
     glob characters.
 
-    Every command takes --json: one JSON object on stdout, shapes in the text form, and a
-    failure described under "error". Exit status: 0 clean, 1 findings (such as incompatible
-    shapes), 2 bad usage or unreadable input.
+    Every command takes --json: one JSON object on stdout (with a schema_version; the JSON
+    Schemas ship in the package), shapes in the text form, and a failure described under
+    "error". check also writes --format sarif, github or html. Exit status: 0 clean, 1
+    findings (such as incompatible shapes), 2 bad usage, unreadable input or an internal
+    error, 130 interrupted.
+
+    Shell completion: eval "$(_BCAST_COMPLETE=bash_source bcast)" (zsh_source, fish_source).
     """
 
 
@@ -50,3 +54,6 @@ main.add_command(shape)
 main.add_command(explain)
 main.add_command(check)
 main.add_command(verify)
+BcastGroup.json_skeletons.update(
+    shape=shape_skeleton, explain=explain_skeleton, check=check_skeleton, verify=verify_skeleton
+)

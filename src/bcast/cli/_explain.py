@@ -53,6 +53,19 @@ class Request:
         except BroadcastError as err:
             return err
 
+    def title(self) -> str:
+        """Return the request as a command line's arguments (a title for exported pictures).
+
+        >>> Request((Shape.parse("[2,1]"), Shape.parse("[3]")), Mode.NUMPY, -1, None).title()
+        '[2,1] [3] --mode numpy'
+        """
+        words = [*(str(s) for s in self.shapes), "--mode", self.mode.value]
+        if self.mode is Mode.PDPD:
+            words += ["--axis", str(self.axis)]
+        if self.axes_mapping is not None:
+            words += ["--axes-mapping", ",".join(str(a) for a in self.axes_mapping)]
+        return " ".join(words)
+
     def payload(self) -> dict[str, Any]:
         """Return the keys every JSON answer of these commands starts with."""
         return {

@@ -9,16 +9,29 @@ result and hands it over:
 - no colour when the stream is not a terminal (rich's own detection) or with ``--json``
   (nothing but the JSON is written to stdout then);
 - exit codes are `ExitCode`: 0 clean, 1 findings (incompatible shapes, model findings,
-  disagreements), 2 bad usage or unreadable input. A domain outcome never uses 2.
+  disagreements), 2 bad usage, unreadable input or an internal error, 130 interrupted. A
+  domain outcome never uses 2, and a crash never uses 1;
+- every JSON object carries ``schema_version`` and has one shape per command whatever the
+  outcome (the JSON Schemas in ``bcast/cli/schemas/``); ``error`` is null or the one error
+  object of `error_json`;
+- a stream that cannot encode a symbol gets an ASCII stand-in (``->`` for ``→``), never a
+  UnicodeEncodeError; a closed pipe (``| head -1``) ends the command quietly.
 """
 
 from __future__ import annotations
 
+import codecs
+import html
+import io
 import json
+import os
+import re
 import sys
-from collections.abc import Mapping, Sequence
+import traceback
+from collections.abc import Callable, Mapping, Sequence
 from enum import IntEnum
-from typing import Any, NoReturn
+from importlib import resources
+from typing import Any, ClassVar, Final, NoReturn
 
 import click
 from rich.console import Console, RenderableType
@@ -27,18 +40,43 @@ from rich.measure import Measurement
 from bcast.core.errors import BroadcastError
 
 __all__ = [
+    "SCHEMA_VERSION",
     "BcastGroup",
     "ExitCode",
     "broadcast_error_json",
     "emit_json",
+    "error_json",
     "exit_with",
+    "export_recording",
     "fail_usage",
+    "load_schema",
+    "print_trimmed",
     "print_unclipped",
+    "recording_console",
     "stderr_console",
     "stdout_console",
 ]
 
 _JSON_EMITTED = "bcast.json_emitted"
+
+SCHEMA_VERSION: Final = 1
+"""The version of every command's JSON (``schema_version``); raised on incompatible change."""
+
+# What a stream that cannot encode bcast's symbols shows instead (see `_ascii_fallback`).
+_ASCII: Final = {
+    "→": "->",
+    "←": "<-",
+    "✗": "x",
+    "·": ".",
+    "─": "-",
+    "━": "-",
+    "∈": "in",
+    "≠": "!=",
+    "…": "...",
+    "≤": "<=",
+    "≥": ">=",
+    "—": "--",
+}
 
 
 class ExitCode(IntEnum):
@@ -49,7 +87,9 @@ class ExitCode(IntEnum):
     FINDINGS = 1
     """A domain outcome: incompatible shapes, model findings, runtime disagreements."""
     USAGE = 2
-    """Bad usage or unreadable input (click's own code for usage errors)."""
+    """Bad usage, unreadable input, or an internal error (click's code for usage errors)."""
+    INTERRUPTED = 130
+    """Ctrl-C (128 + SIGINT, as shells report it)."""
 
 
 # -- consoles ------------------------------------------------------------------------------
@@ -60,7 +100,9 @@ def _console(stream: Any) -> Console:
     # markup=False: shape text such as "[n,3]" must never be read as rich markup;
     # highlight=False: no guessed colouring of numbers. Rich turns colour off by itself when
     # the stream is not a terminal (and honours NO_COLOR); COLUMNS sets the width there.
-    return Console(file=stream, markup=False, highlight=False, emoji=False)
+    console = Console(file=stream, markup=False, highlight=False, emoji=False)
+    console.on_broken_pipe = _quiet_broken_pipe  # type: ignore[method-assign]
+    return console
 
 
 def stdout_console() -> Console:
@@ -71,6 +113,28 @@ def stdout_console() -> Console:
 def stderr_console() -> Console:
     """Return a rich console on stderr, for diagnostics."""
     return _console(sys.stderr)
+
+
+def recording_console() -> Console:
+    """Return a console that records what it renders, for `export_recording`."""
+    return Console(
+        file=io.StringIO(),
+        record=True,
+        width=100,
+        markup=False,
+        highlight=False,
+        emoji=False,
+        force_terminal=True,
+        color_system="truecolor",
+    )
+
+
+def export_recording(console: Console, fmt: str, title: str) -> str:
+    """Return what a `recording_console` rendered as a self-contained SVG or HTML page."""
+    if fmt == "svg":
+        return console.export_svg(title=title)
+    page = console.export_html(inline_styles=True)
+    return page.replace("<head>", f"<head>\n<title>{html.escape(title)}</title>", 1)
 
 
 def print_unclipped(console: Console, renderable: RenderableType) -> None:
@@ -92,14 +156,40 @@ def print_unclipped(console: Console, renderable: RenderableType) -> None:
             color_system=console.color_system,  # type: ignore[arg-type]
             no_color=console.no_color,
         )
-    console.print(renderable)
+    print_trimmed(console, renderable)
+
+
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
+
+
+def print_trimmed(console: Console, renderable: RenderableType) -> None:
+    """Print ``renderable`` without the spaces rich pads table rows with at their end."""
+    if console.record:  # exported as a picture: what was drawn is kept as drawn
+        console.print(renderable)
+        return
+    with console.capture() as captured:
+        console.print(renderable)
+    text = "".join(_TRAILING.sub(r"\1", line) + "\n" for line in captured.get().splitlines())
+    console.file.write(text)
 
 
 # -- JSON ----------------------------------------------------------------------------------
 
 
+def load_schema(command: str) -> dict[str, Any]:
+    """Return the JSON Schema of a command's ``--json`` output (shipped in the package).
+
+    >>> load_schema("shape")["properties"]["schema_version"]
+    {'const': 1}
+    """
+    folder = resources.files("bcast.cli").joinpath("schemas")
+    text = folder.joinpath(f"{command}.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
 def emit_json(obj: Mapping[str, Any]) -> None:
-    """Write ``obj`` to stdout as one JSON object, dumped in one go.
+    """Write ``obj`` to stdout as one JSON object, dumped in one go, with ``schema_version``.
 
     A command calls this exactly once per invocation (checked when a click context is
     active), so that stdout under ``--json`` always parses as a single object.
@@ -108,6 +198,7 @@ def emit_json(obj: Mapping[str, Any]) -> None:
     --------
     >>> emit_json({"mode": "numpy", "shapes": ["[2,1]", "[3]"], "result": "[2,3]"})
     {
+      "schema_version": 1,
       "mode": "numpy",
       "shapes": [
         "[2,1]",
@@ -121,7 +212,46 @@ def emit_json(obj: Mapping[str, Any]) -> None:
         root = ctx.find_root()
         assert not root.meta.get(_JSON_EMITTED), "a command emitted two JSON objects"
         root.meta[_JSON_EMITTED] = True
-    click.echo(json.dumps(dict(obj), indent=2, ensure_ascii=False))
+    body = {"schema_version": SCHEMA_VERSION, **obj}
+    click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+
+
+def error_json(
+    kind: str,
+    message: str,
+    *,
+    summary: str | None = None,
+    reason: str | None = None,
+    axis: int | None = None,
+    operand: int | None = None,
+) -> dict[str, Any]:
+    """Return the one ``"error"`` object of every command's JSON.
+
+    Parameters
+    ----------
+    kind : {"incompatible", "usage", "unreadable", "nothing-verified"}
+        What failed: shapes that do not broadcast (exit 1), bad usage, a model that cannot
+        be read or used, a verify that could compare nothing (all exit 2).
+    message : str
+        The whole message, as the text output prints it.
+    summary, reason : str, optional
+        Its first line, and the reason alone (default: the message).
+    axis, operand : int, optional
+        The failing output axis and the operand to blame, where there is one.
+
+    Examples
+    --------
+    >>> error_json("unreadable", "m.onnx: no such file")["axis"] is None
+    True
+    """
+    return {
+        "kind": kind,
+        "message": message,
+        "summary": summary if summary is not None else message,
+        "reason": reason if reason is not None else message,
+        "axis": axis,
+        "operand": operand,
+    }
 
 
 def broadcast_error_json(err: BroadcastError, *, kind: str) -> dict[str, Any]:
@@ -142,25 +272,14 @@ def broadcast_error_json(err: BroadcastError, *, kind: str) -> dict[str, Any]:
         failing output axis (non-negative) or None, ``operand`` the index of the operand to
         blame or None.
     """
-    return {
-        "kind": kind,
-        "message": str(err),
-        "summary": err.summary,
-        "reason": err.reason,
-        "axis": err.axis,
-        "operand": err.operand,
-    }
-
-
-def _usage_error_json(message: str) -> dict[str, Any]:
-    return {
-        "kind": "usage",
-        "message": message,
-        "summary": message,
-        "reason": message,
-        "axis": None,
-        "operand": None,
-    }
+    return error_json(
+        kind,
+        str(err),
+        summary=err.summary,
+        reason=err.reason,
+        axis=err.axis,
+        operand=err.operand,
+    )
 
 
 # -- exits ---------------------------------------------------------------------------------
@@ -195,10 +314,41 @@ def _report_usage(
     payload: Mapping[str, Any] | None = None,
 ) -> None:
     hint = f" Try '{command_path} -h' for help." if command_path else ""
-    line = f"Error: {message.rstrip('.')}.{hint}"
+    text = message.rstrip()
+    end = "" if text.endswith((".", "?", "!")) else "."  # never "?." or ".."
+    line = f"Error: {text}{end}{hint}"
     click.echo(" ".join(line.split()), err=True)  # one line, whatever the message held
     if as_json:
-        emit_json({**(payload or {}), "error": _usage_error_json(message)})
+        emit_json({**(payload or {}), "error": error_json("usage", message)})
+
+
+def _ascii_fallback(error: UnicodeError) -> tuple[str, int]:
+    """Encode-error handler: bcast's symbols as ASCII, anything else as ``?``."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    char = error.object[error.start]
+    return _ASCII.get(char, "?"), error.start + 1
+
+
+codecs.register_error("bcast-ascii", _ascii_fallback)
+
+
+def _tolerant_streams() -> None:
+    """Let stdout and stderr write what their encoding lacks as ASCII stand-ins."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            reconfigure(errors="bcast-ascii")
+
+
+def _quiet_broken_pipe() -> NoReturn:
+    """Stop without a word: the reader went away (``bcast check ... | head -1``)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the flush at exit must not fail again
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - no real stdout
+        pass
+    sys.exit(128 + 13)  # as a process ended by SIGPIPE
 
 
 class BcastGroup(click.Group):
@@ -206,9 +356,13 @@ class BcastGroup(click.Group):
 
     Click prints a usage error as the usage line, a hint and the message over four lines,
     and nothing on stdout. bcast promises one clear line, and one JSON object on stdout
-    whenever ``--json`` is given, even when the arguments did not parse. Everything else
-    (exit codes, ``--help``, ``--version``) is click's.
+    whenever ``--json`` is given (of the command's own shape: ``json_skeletons``), even
+    when the arguments did not parse. ``bcast`` alone prints the help. Ctrl-C exits 130, a
+    closed pipe ends quietly, and an internal error exits 2 with its traceback.
     """
+
+    json_skeletons: ClassVar[dict[str, Callable[[], dict[str, Any]]]] = {}
+    """Per command, its JSON with every member empty: what a usage error fills in."""
 
     def main(
         self,
@@ -223,17 +377,39 @@ class BcastGroup(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         # Taken from sys.argv here, so that click does not glob-expand "[2,3]" on Windows.
         argv = list(sys.argv[1:] if args is None else args)
+        _tolerant_streams()
         try:
             code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.UsageError as err:
-            path = err.ctx.command_path if err.ctx is not None else prog_name
-            _report_usage(err.format_message(), command_path=path, as_json="--json" in argv)
+            sys.stdout.flush()
+        except click.exceptions.NoArgsIsHelpError as err:
+            err.show()  # the help, whole, as click shows it
             sys.exit(ExitCode.USAGE)
+        except click.UsageError as err:
+            self._usage(err, argv, prog_name)
         except click.ClickException as err:
             err.show()
             sys.exit(err.exit_code)
-        except click.Abort:
-            click.echo("Aborted!", err=True)
-            sys.exit(ExitCode.FINDINGS)
+        except (click.Abort, KeyboardInterrupt):
+            click.echo("bcast: interrupted", err=True)
+            sys.exit(ExitCode.INTERRUPTED)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+        except Exception as err:  # a bug in bcast or a peer: exit 2, never the 1 of findings
+            traceback.print_exc()
+            click.echo(f"bcast: internal error: {type(err).__name__}: {err}", err=True)
+            sys.exit(ExitCode.USAGE)
         # Non-standalone click returns the callback's value (None) or an Exit's code.
         sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+    def _usage(self, err: click.UsageError, argv: list[str], prog_name: str | None) -> NoReturn:
+        ctx = err.ctx
+        path = ctx.command_path if ctx is not None else prog_name
+        as_json = (
+            "--json" in argv
+            or any(a == "json" and argv[i - 1] == "--format" for i, a in enumerate(argv) if i)
+            or "--format=json" in argv
+        )
+        name = ctx.command.name if ctx is not None and ctx.command is not self else None
+        skeleton = self.json_skeletons.get(name or "", dict)()
+        _report_usage(err.format_message(), command_path=path, as_json=as_json, payload=skeleton)
+        sys.exit(ExitCode.USAGE)

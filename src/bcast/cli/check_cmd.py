@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import click
-from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 from rich.text import Text
 
 from bcast.loading import load_graph
@@ -31,6 +30,7 @@ from bcast.models import (
 from bcast.models.isolation import prestart
 from bcast.models.verification import unused_dims
 
+from ._ci_formats import FORMATS, github_annotations, html_report, sarif_log
 from ._model_options import (
     dim_option,
     dims_of_bindings,
@@ -40,9 +40,17 @@ from ._model_options import (
     plural,
     warn_unused,
 )
-from ._output import ExitCode, emit_json, exit_with, stderr_console, stdout_console
+from ._output import (
+    ExitCode,
+    emit_json,
+    error_json,
+    exit_with,
+    fail_usage,
+    stderr_console,
+    stdout_console,
+)
 
-__all__ = ["check"]
+__all__ = ["check", "check_skeleton"]
 
 PROGRESS_NODES = 200
 """Models with more nodes than this get a progress bar on stderr (a terminal, no --json)."""
@@ -92,9 +100,13 @@ def _run_check(
 Examples:
   bcast check model.onnx
   bcast check model.onnx --dim batch=4 --dim seq=128
-  bcast check model.xml --json""",
+  bcast check model.xml --json
+  bcast check models/*.onnx --format sarif > bcast.sarif
+  bcast check model.onnx --format github    (annotations in a GitHub Actions log)""",
 )
-@click.argument("models", nargs=-1, required=True, metavar="MODEL...")
+@click.argument(
+    "models", nargs=-1, required=True, metavar="MODEL...", type=click.Path(dir_okay=True)
+)
 @dim_option
 @click.option(
     "--max-elements",
@@ -104,6 +116,16 @@ Examples:
     help="Report broadcast outputs with more elements than this.",
 )
 @limit_options
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(FORMATS, case_sensitive=False),
+    default=None,
+    help=(
+        "text (the default), json (one object, as --json), sarif (SARIF 2.1.0 for code "
+        "scanning), github (GitHub Actions annotations) or html (a self-contained page)."
+    ),
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def check(
     models: tuple[str, ...],
@@ -111,6 +133,7 @@ def check(
     max_elements: int,
     timeout: float,
     max_memory: int | None,
+    output_format: str | None,
     as_json: bool,
 ) -> None:
     """Check the broadcasting nodes of ONNX models and OpenVINO IR (.xml) files.
@@ -130,9 +153,11 @@ def check(
 
     Exit status: 0 clean (info notes only), 1 findings, 2 unreadable input.
     """
+    fmt = _format(output_format, as_json)
+    as_json = fmt == "json"
     dims = dims_of_bindings(bindings)
     console = stdout_console()
-    show_progress = not as_json and sys.stderr.isatty()
+    show_progress = fmt == "text" and sys.stderr.isatty()
     results: list[tuple[str, Report | str]] = []
     graphs: list[Graph] = []
     with model_limits(timeout, max_memory):
@@ -152,7 +177,7 @@ def check(
             click.echo(f"bcast: {one_line(str(err))}", err=True)
             continue
         results.append((path, report))
-        if not as_json:
+        if fmt == "text":
             _render_report(console, loaded, report)
     unused = unused_dims(graphs, dims) if graphs else []
     warn_unused(unused, dims)
@@ -163,8 +188,16 @@ def check(
                 "models": [_model_json(p, r) for p, r in results],
                 "unused_dims": unused,
                 "summary": summary,
+                "error": None,
             }
         )
+    elif fmt == "sarif":
+        click.echo(sarif_log(results))
+    elif fmt == "github":
+        for line in github_annotations(results):
+            click.echo(line)
+    elif fmt == "html":
+        click.echo(html_report(results, summary))
     elif len(results) > 1 or any(isinstance(r, Report) for _, r in results):
         _render_summary(console, summary)
     if summary["unreadable"]:
@@ -172,6 +205,24 @@ def check(
     if any(isinstance(r, Report) and r.failed for _, r in results):
         exit_with(ExitCode.FINDINGS)
     exit_with(ExitCode.OK)
+
+
+def _format(output_format: str | None, as_json: bool) -> str:
+    """Resolve --format and its alias --json (both given must agree)."""
+    fmt = (output_format or ("json" if as_json else "text")).lower()
+    if as_json and fmt != "json":
+        fail_usage(
+            f"--json is --format json; got both --json and --format {output_format}",
+            command_path="bcast check",
+            as_json=True,
+            payload=check_skeleton(),
+        )
+    return fmt
+
+
+def check_skeleton() -> dict[str, Any]:
+    """Return check's JSON with every member empty (what a usage error fills in)."""
+    return {"models": [], "unused_dims": [], "summary": _summary([]), "error": None}
 
 
 def _without_weights(paths: Sequence[str]) -> list[str]:
@@ -207,12 +258,18 @@ def _summary(results: Sequence[tuple[str, Report | str]]) -> dict[str, int]:
 
 def _model_json(path: str, result: Report | str) -> dict[str, Any]:
     if isinstance(result, str):
+        failure = error_json("unreadable", result)
         coverage = {"broadcasting_nodes": 0, "unchecked": []}
-        return {"path": path, "nodes": 0, "findings": [], "coverage": coverage, "error": result}
+        return {"path": path, "nodes": 0, "findings": [], "coverage": coverage, "error": failure}
     return {**result.to_json(), "path": path}
 
 
 def _render_report(console: Console, graph: Graph, report: Report) -> None:
+    """One header line per model, then one block per finding (ruff-style), at any width.
+
+    Text is wrapped between words only, so a shape or a name is never split, and lines
+    carry no trailing padding; pictures are printed whole (the terminal folds them).
+    """
     counts = _counts(report.findings)
     status = Text(f"({graph.format}, {plural(report.nodes, 'node')})  ")
     if not report.findings:
@@ -230,57 +287,91 @@ def _render_report(console: Console, graph: Graph, report: Report) -> None:
         status.append(("" if i == 0 else ", ") + text, style=style)
     path = Text(graph.path, style="bold")
     if len(graph.path) + 2 + len(status) <= console.width:
-        console.print(Text.assemble(path, "  ", status))
+        _say(console, Text.assemble(path, "  ", status))
     else:  # a long path: the status goes on its own line rather than wrapping mid-phrase
-        console.print(path, overflow="fold")
-        console.print(Text.assemble("  ", status))
+        _say(console, path)
+        _say(console, Text.assemble("  ", status))
     coverage = report.coverage()
     if coverage is not None:
-        console.print(Text("  " + coverage, style=_STYLE[Severity.INFO]))
-    if not report.findings:
-        return
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("node", overflow="fold")
-    table.add_column("op", no_wrap=True)
-    table.add_column("inputs", overflow="fold")
-    table.add_column("reason", ratio=1, overflow="fold")
-    for index, finding in enumerate(report.findings, 1):
-        inputs = "\n".join(f"{n or '-'} {s}" for n, s in finding.inputs)
-        table.add_row(
-            str(index),
-            Text(finding.severity.value, style=_STYLE[finding.severity]),
-            finding.node or "-",
-            finding.op or "-",
-            inputs or "-",
-            finding.reason,
-        )
-    console.print(table)
-    for index, finding in enumerate(report.findings, 1):
-        if not finding.picture:
-            continue
-        title = Text(f"  #{index} ", style="bold")
-        title.append(f"{finding.node} ({finding.op})")
-        if finding.mode:
-            title.append(f", {finding.mode}")
-        if finding.axis is not None:
-            title.append(f", axis {finding.axis}")
-        console.print(title)
-        for row in finding.picture:
-            console.print(Text("      " + row), soft_wrap=True)
+        _say(console, Text("  " + coverage, style=_STYLE[Severity.INFO]))
+    for finding in report.findings:
+        _render_finding(console, finding)
     console.print()
 
 
+def _say(console: Console, text: Text) -> None:
+    console.print(text, soft_wrap=True)  # never re-wrapped or padded by rich
+
+
+def _render_finding(console: Console, finding: Finding) -> None:
+    width = max(console.width, 40)
+    label = f"{finding.severity.value}[{finding.kind}]"
+    where = [f"{finding.node or '-'} ({finding.op or '-'})"]
+    if finding.mode:
+        where.append(finding.mode)
+    if finding.axis is not None:
+        where.append(f"axis {finding.axis}")
+    for k, line in enumerate(_pack(where, width - 2, first=label + " ", sep=", ", indent="  ")):
+        text = Text("  " if k == 0 else "    ")
+        if k == 0:
+            text.append(label, style=_STYLE[finding.severity])
+            line = line[len(label) :]
+        else:
+            line = line.lstrip()
+        text.append(line, style="bold")
+        _say(console, text)
+    if finding.inputs:
+        items = [f"{name or '-'} {shape}" for name, shape in finding.inputs]
+        for line in _pack(items, width - 4, first="inputs: ", sep="; "):
+            _say(console, Text("    " + line))
+    for line in textwrap.wrap(
+        finding.reason, width - 4, break_long_words=False, break_on_hyphens=False
+    ):
+        _say(console, Text("    " + line))
+    for row in finding.picture:
+        _say(console, Text(("      " + row).rstrip(), style="dim"))
+
+
+def _pack(
+    items: Sequence[str], width: int, *, first: str, sep: str, indent: str | None = None
+) -> list[str]:
+    """Lay ``items`` out in lines of at most ``width``, never splitting one.
+
+    Lines after the first start with ``indent`` (default: as wide as ``first``).
+
+    >>> _pack(["X [2,3]", "slope [3,1]"], 20, first="inputs: ", sep="; ")
+    ['inputs: X [2,3];', '        slope [3,1]']
+    """
+    lines: list[str] = []
+    current = first
+    indent = " " * len(first) if indent is None else indent
+    for k, item in enumerate(items):
+        piece = item + (sep.rstrip() if k < len(items) - 1 else "")
+        if k and len(current) + 1 + len(piece) > width:  # a line holds one item at least
+            lines.append(current)
+            current = indent + piece
+        else:
+            current += ("" if current.endswith(" ") else " ") + piece
+    lines.append(current)
+    return lines
+
+
 def _render_summary(console: Console, summary: dict[str, int]) -> None:
-    line = Text(
-        f"{plural(summary['models'], 'model')}, {plural(summary['nodes'], 'node')}: ",
-        style="bold",
-    )
-    line.append(plural(summary["errors"], "error"), style=_STYLE[Severity.ERROR])
-    line.append(", ")
-    line.append(plural(summary["warnings"], "warning"), style=_STYLE[Severity.WARNING])
-    line.append(f", {summary['info']} info", style=_STYLE[Severity.INFO])
+    head = f"{plural(summary['models'], 'model')}, {plural(summary['nodes'], 'node')}:"
+    parts = [
+        (plural(summary["errors"], "error"), _STYLE[Severity.ERROR]),
+        (plural(summary["warnings"], "warning"), _STYLE[Severity.WARNING]),
+        (f"{summary['info']} info", _STYLE[Severity.INFO]),
+    ]
     if summary["unreadable"]:
-        line.append(f", {summary['unreadable']} unreadable", style="bold red")
-    console.print(line)
+        parts.append((f"{summary['unreadable']} unreadable", "bold red"))
+    lines = _pack(
+        [t for t, _ in parts], max(console.width, 40), first=head + " ", sep=", ", indent="  "
+    )
+    for k, line in enumerate(lines):
+        text = Text(line)
+        if k == 0:
+            text.stylize("bold", 0, len(head))
+        for word, style in parts:
+            text.highlight_words([word], style)
+        _say(console, text)

@@ -20,15 +20,26 @@ from bcast.core.modes import ALIASES, Mode
 from bcast.core.shape import Shape
 
 from ._explain import Request, explain_error_json, explain_json, render_error, render_plan
-from ._output import ExitCode, broadcast_error_json, emit_json, exit_with, fail_usage
+from ._output import (
+    ExitCode,
+    broadcast_error_json,
+    emit_json,
+    exit_with,
+    export_recording,
+    fail_usage,
+    recording_console,
+)
 from ._output import stdout_console as _stdout_console
 
-__all__ = ["explain", "shape"]
+__all__ = ["explain", "explain_skeleton", "shape", "shape_skeleton"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 MODE_NAMES: tuple[str, ...] = (*(m.value for m in Mode), *ALIASES)
-"""What ``--mode`` accepts: every `Mode` and its aliases, read from the enum."""
+"""What ``--mode`` accepts: every `Mode` and its aliases, read from the enum (any case)."""
+
+EXPLAIN_FORMATS: tuple[str, ...] = ("text", "json", "svg", "html")
+"""What ``bcast explain --format`` takes."""
 
 
 # -- arguments -----------------------------------------------------------------------------
@@ -59,7 +70,7 @@ class ShapeText(_ShapeParam):
 
 
 class AxesMappingText(_AxesParam):
-    """An ``--axes-mapping`` value: comma-separated integers, brackets optional.
+    """An ``--axes-mapping`` value: integers separated by commas or spaces, brackets optional.
 
     Only the syntax is checked here; whether the mapping suits the shapes (length, strictly
     increasing, in range) is the explicit rule's to say.
@@ -71,16 +82,17 @@ class AxesMappingText(_AxesParam):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> tuple[int, ...]:
-        """Parse ``1,2`` / ``[1,2]`` / ``[]``; anything else is a usage error."""
+        """Parse ``1,2`` / ``1 2`` / ``[1, 2]`` / ``[]``; anything else is a usage error."""
         if isinstance(value, tuple):
             return value
-        body = "".join(str(value).split())
+        body = str(value).strip()
         if body.startswith("[") and body.endswith("]"):
-            body = body[1:-1]
-        parts = body.split(",") if body else []
+            body = body[1:-1].strip()
+        parts = re.split(r"\s*,\s*|\s+", body) if body else []
         if not all(self._INT.fullmatch(p) for p in parts):
             self.fail(
-                f"expected comma-separated integers such as 1,2 (or [] for scalar data); "
+                f"expected integers separated by commas or spaces, such as 1,2 (or [] for "
+                "scalar data); "
                 f"got {show_text(str(value))}",
                 param,
                 ctx,
@@ -123,13 +135,14 @@ def _rule_options(command: _F) -> _F:
     options = [
         click.option(
             "--mode",
-            type=click.Choice(MODE_NAMES),
+            type=click.Choice(MODE_NAMES, case_sensitive=False),
             default=Mode.NUMPY.value,
             show_default=True,
             help=(
-                "The rule set. numpy (alias multidirectional) and none take any number of "
-                "shapes; pdpd and unidirectional take A B (B broadcasts onto A); "
-                "bidirectional and explicit take DATA TARGET."
+                "The rule set, in any case (NUMPY as OpenVINO writes it). numpy (alias "
+                "multidirectional) and none take any number of shapes; pdpd and "
+                "unidirectional take A B (B broadcasts onto A); bidirectional and explicit "
+                "take DATA TARGET."
             ),
         ),
         click.option(
@@ -147,8 +160,9 @@ def _rule_options(command: _F) -> _F:
             default=None,
             metavar="I,J,...",
             help=(
-                "explicit only: the target axis of each data axis, comma-separated and "
-                "strictly increasing, e.g. 1,2 (brackets optional; [] for scalar data)."
+                "explicit only: the target axis of each data axis, strictly increasing and "
+                'separated by commas or spaces, e.g. 1,2 or "1 2" (brackets optional; [] for '
+                "scalar data)."
             ),
         ),
         click.option(
@@ -184,14 +198,39 @@ def _request(
     return Request(shapes, Mode.parse(mode), axis, axes_mapping)
 
 
+def shape_skeleton() -> dict[str, Any]:
+    """Return shape's JSON with every member empty (what a usage error fills in)."""
+    return {
+        "mode": None,
+        "shapes": [],
+        "axis": None,
+        "axes_mapping": None,
+        "result": None,
+        "error": None,
+    }
+
+
+def explain_skeleton() -> dict[str, Any]:
+    """Return explain's JSON with every member empty (what a usage error fills in)."""
+    return {
+        **shape_skeleton(),
+        "labels": [],
+        "start_axis": None,
+        "axes": [],
+        "dropped": [],
+        "notes": [],
+    }
+
+
 def _fail_usage(err: BroadcastError, request: Request, as_json: bool) -> None:
     if _is_usage(err):
         ctx = click.get_current_context()
+        skeleton = explain_skeleton() if ctx.command.name == "explain" else shape_skeleton()
         fail_usage(
             err.summary,
             command_path=ctx.command_path,
             as_json=as_json,
-            payload={**request.payload(), "result": None},
+            payload={**skeleton, **request.payload()},
         )
 
 
@@ -291,28 +330,50 @@ Examples:
   bcast explain "[2,1,5]" "[4,1]"
   bcast explain "[16]" "[1,16,50,50]" --mode explicit --axes-mapping 1
   bcast explain "[2,3]" "[4]"                    exit 1, axis 1 marked
-  bcast explain "[N,1]" "[1,4]" --json""",
+  bcast explain "[N,1]" "[1,4]" --json
+  bcast explain "[2,1,5]" "[4,1]" --format svg > broadcast.svg""",
 )
 @click.argument("shapes", metavar="SHAPE...", nargs=-1, type=ShapeText())
 @_rule_options
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(EXPLAIN_FORMATS, case_sensitive=False),
+    default=None,
+    help="text (the default), json (as --json), or the table drawn as an svg or html page.",
+)
 def explain(
     shapes: tuple[Shape, ...],
     mode: str,
     axis: int,
     axes_mapping: tuple[int, ...] | None,
     as_json: bool,
+    output_format: str | None,
 ) -> None:
     """Show how SHAPE... broadcast, axis by axis (the help text is `_EXPLAIN_COMMAND_HELP`)."""
+    fmt = (output_format or ("json" if as_json else "text")).lower()
+    if as_json and fmt != "json":
+        fail_usage(
+            f"--json is --format json; got both --json and --format {output_format}",
+            command_path="bcast explain",
+            as_json=True,
+            payload=explain_skeleton(),
+        )
+    as_json = fmt == "json"
     request = _request(shapes, mode, axis, axes_mapping)
     outcome = request.apply()
+    console = recording_console() if fmt in ("svg", "html") else _stdout_console()
     if isinstance(outcome, BroadcastError):
         _fail_usage(outcome, request, as_json)
         if as_json:
             emit_json(explain_error_json(request, outcome))
         else:
-            render_error(_stdout_console(), request, outcome)
-        exit_with(ExitCode.FINDINGS)
-    if as_json:
+            render_error(console, request, outcome)
+    elif as_json:
         emit_json(explain_json(request, outcome))
     else:
-        render_plan(_stdout_console(), request, outcome)
+        render_plan(console, request, outcome)
+    if fmt in ("svg", "html"):
+        click.echo(export_recording(console, fmt, "bcast explain " + request.title()))
+    if isinstance(outcome, BroadcastError):
+        exit_with(ExitCode.FINDINGS)

@@ -7,18 +7,23 @@ contains no rule.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich import box
 from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from bcast.loading import verifier_for
 from bcast.models import ModelError
 from bcast.models.isolation import prestart
+from bcast.models.verification import observe
 
 from ._model_options import (
     dim_option,
@@ -29,12 +34,21 @@ from ._model_options import (
     plural,
     warn_unused,
 )
-from ._output import ExitCode, emit_json, exit_with, fail_usage, stdout_console
+from ._output import (
+    ExitCode,
+    emit_json,
+    error_json,
+    exit_with,
+    fail_usage,
+    print_trimmed,
+    stderr_console,
+    stdout_console,
+)
 
 if TYPE_CHECKING:
     from bcast.models.verification import Verification
 
-__all__ = ["RUNTIMES", "verify"]
+__all__ = ["RUNTIMES", "verify", "verify_skeleton"]
 
 
 RUNTIMES = ("onnxruntime", "openvino")
@@ -48,7 +62,7 @@ Examples:
   bcast verify model.onnx --runtime onnxruntime --dim batch=3 --seed 7 --json
   bcast verify model.xml""",
 )
-@click.argument("model", metavar="MODEL")
+@click.argument("model", metavar="MODEL", type=click.Path(dir_okay=True))
 @click.option(
     "--runtime",
     "runtimes",
@@ -57,7 +71,13 @@ Examples:
     help="Comma-separated runtimes to compare with bcast (those installed are used).",
 )
 @dim_option
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the random inputs (0 or more).",
+)
 @limit_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def verify(
@@ -104,41 +124,101 @@ def verify(
             f"--runtime takes {', '.join(RUNTIMES)}; got {runtimes!r}",
             command_path="bcast verify",
             as_json=as_json,
+            payload={**verify_skeleton(), "model": model, "seed": seed},
         )
     verifier: Callable[..., Verification]
+    request = (model, wanted, seed)
     try:
         verifier = verifier_for(model)
     except ModelError as err:
-        _unusable(model, one_line(str(err)), as_json)
+        _unusable(request, one_line(str(err)), as_json)
     dims = dims_of_bindings(bindings)
     try:
-        with model_limits(timeout, max_memory):
+        with (
+            model_limits(timeout, max_memory),
+            _progress(model, show=not as_json and sys.stderr.isatty()),
+        ):
             prestart()  # the worker's interpreter starts while the model is parsed
             outcome = verifier(model, runtimes=wanted, dims=dims, seed=seed)
     except ModelError as err:
-        _unusable(model, one_line(str(err)), as_json)
+        _unusable(request, one_line(str(err)), as_json)
     except Exception as err:  # a peer library failing on hostile input: still one line
         message = f"{model}: cannot use the model ({type(err).__name__}: {err})"
-        _unusable(model, one_line(message), as_json)
+        _unusable(request, one_line(message), as_json)
     warn_unused(outcome.unused_dims, dims)
+    nothing = None
+    if outcome.nothing_verified and not outcome.disagreements:
+        reason = "no broadcasting node could be run and compared with a runtime"
+        nothing = f"{model}: nothing verified: {reason}"
     if as_json:
-        emit_json(outcome.to_json())
+        failure = None if nothing is None else error_json("nothing-verified", nothing)
+        emit_json({**outcome.to_json(), "error": failure})
     else:
         _render_verify(stdout_console(), outcome)
     if outcome.disagreements or outcome.harness_errors:
         exit_with(ExitCode.FINDINGS)
-    if outcome.nothing_verified:
-        reason = "no broadcasting node could be run and compared with a runtime"
-        click.echo(f"bcast: {model}: nothing verified: {reason}", err=True)
+    if nothing is not None:
+        click.echo(f"bcast: {nothing}", err=True)
         exit_with(ExitCode.USAGE)
     exit_with(ExitCode.OK)
 
 
-def _unusable(model: str, message: str, as_json: bool) -> NoReturn:
+def verify_skeleton() -> dict[str, Any]:
+    """Return verify's JSON with every member empty (filled in by what is known)."""
+    return {
+        "model": "",
+        "runtimes": [],
+        "seed": None,
+        "nodes": [],
+        "skipped": [],
+        "notes": [],
+        "unused_dims": [],
+        "summary": {
+            "nodes": 0,
+            "compared": 0,
+            "skipped": 0,
+            "disagreements": 0,
+            "harness_errors": 0,
+        },
+        "error": None,
+    }
+
+
+def _unusable(request: tuple[str, list[str], int], message: str, as_json: bool) -> NoReturn:
+    model, runtimes, seed = request
     click.echo(f"bcast: {message}", err=True)
     if as_json:
-        emit_json({"model": model, "error": message})
+        emit_json(
+            {
+                **verify_skeleton(),
+                "model": model,
+                "runtimes": runtimes,
+                "seed": seed,
+                "error": error_json("unreadable", message),
+            }
+        )
     exit_with(ExitCode.USAGE)
+
+
+@contextmanager
+def _progress(model: str, *, show: bool) -> Iterator[None]:
+    """Show, on a terminal's stderr, each node as the verifier finishes it."""
+    if not show:
+        yield
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=stderr_console(), transient=True) as bar:
+        name = os.path.basename(model)
+        task = bar.add_task(f"verifying {name}", total=None)
+        done = [0]
+
+        def seen(node: str, op: str) -> None:
+            done[0] += 1
+            text = f"verifying {name}: {plural(done[0], 'node')} done, last {node} ({op})"
+            bar.update(task, description=text)
+
+        with observe(seen):
+            yield
 
 
 def _render_verify(console: Console, outcome: Verification) -> None:
@@ -173,7 +253,7 @@ def _render_verify(console: Console, outcome: Verification) -> None:
             cells.append(text)
         table.add_row(*cells)
     if outcome.nodes:
-        console.print(table)
+        print_trimmed(console, table)
     skipped = f"; {len(outcome.skipped)} skipped (see the notes)" if outcome.skipped else ""
     if outcome.harness_errors:
         line = (

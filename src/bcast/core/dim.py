@@ -91,7 +91,9 @@ class Dim:
     --------
     >>> import bcast
     >>> bcast.Dim(3), bcast.Dim(1, 10), bcast.Dim(0, None), bcast.Dim.symbol("N")
-    (Dim('3'), Dim('1..10'), Dim('?'), Dim('N'))
+    (Dim(3), Dim(1, 10), Dim(0, None), Dim.symbol('N'))
+    >>> int(bcast.Dim(3)), [0, 1, 2, 3][bcast.Dim(2)]
+    (3, 2)
     >>> str(bcast.Dim.parse("..5"))
     '0..5'
     >>> bcast.Dim(5, 3)
@@ -285,7 +287,28 @@ class Dim:
         return f"{self.lo}..{self.hi}"
 
     def __repr__(self) -> str:
-        return f"Dim({str(self)!r})"
+        if self.name is not None:
+            return f"Dim.symbol({self.name!r})"
+        if self.lo == self.hi:
+            return f"Dim({self.lo})"
+        return f"Dim({self.lo}, {self.hi})"
+
+    def __index__(self) -> int:
+        """Return the value of a static dim wherever an int is wanted (``range(Dim(3))``).
+
+        >>> import bcast, numpy as np
+        >>> np.zeros(bcast.broadcast_shapes((2, 1), (3,))).shape
+        (2, 3)
+        >>> int(bcast.Dim.symbol("N"))
+        Traceback (most recent call last):
+        ...
+        TypeError: dimension N has no single value; only a static dim is an int
+        """
+        if self.lo != self.hi:
+            raise TypeError(f"dimension {self} has no single value; only a static dim is an int")
+        return self.lo
+
+    __int__ = __index__
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Dim):

@@ -12,7 +12,9 @@ raise it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from html import escape
 
+from bcast.core.html import STYLE, alignment_html
 from bcast.core.picture import Drawable, format_alignment
 
 __all__ = ["BroadcastError", "show_bytes", "show_int", "show_ints", "show_text"]
@@ -102,6 +104,25 @@ class BroadcastError(ValueError):
             )
             lines.extend("  " + row for row in picture)
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """Draw the error for a notebook: the summary, and the table with the axis marked.
+
+        >>> import bcast
+        >>> try:
+        ...     bcast.broadcast_shapes("[2,3]", "[4]")
+        ... except bcast.BroadcastError as err:
+        ...     '<th class="failing">1 ✗</th>' in err._repr_html_()
+        True
+        """
+        head = f"<div><b>BroadcastError</b>: {escape(self.summary)}</div>"
+        if not (self.shapes and self.alignment is not None and self.out_rank is not None):
+            return head
+        labels = self.labels or tuple(f"#{i}" for i in range(len(self.shapes)))
+        table = alignment_html(
+            self.shapes, self.alignment, self.out_rank, labels=labels, mark_axis=self.axis
+        )
+        return f"<style>{STYLE}</style>{head}{table}"
 
 
 def show_int(value: int) -> str:

@@ -3,10 +3,37 @@
 from __future__ import annotations
 
 from enum import Enum
+from typing import Literal
 
 from bcast.core.errors import BroadcastError
 
-__all__ = ["Mode"]
+__all__ = ["BinaryModeName", "BroadcastModeName", "Mode", "ModeName"]
+
+ModeName = Literal[
+    "numpy",
+    "multidirectional",
+    "none",
+    "pdpd",
+    "unidirectional",
+    "bidirectional",
+    "explicit",
+    "NUMPY",
+    "MULTIDIRECTIONAL",
+    "NONE",
+    "PDPD",
+    "UNIDIRECTIONAL",
+    "BIDIRECTIONAL",
+    "EXPLICIT",
+]
+"""The mode names a type checker accepts (`Mode.parse` takes any capitalisation)."""
+
+BinaryModeName = Literal["numpy", "none", "pdpd", "NUMPY", "NONE", "PDPD"]
+"""The ``broadcast=`` names of the element-wise operators (OpenVINO's auto_broadcast)."""
+
+BroadcastModeName = Literal[
+    "numpy", "explicit", "bidirectional", "pdpd", "NUMPY", "EXPLICIT", "BIDIRECTIONAL", "PDPD"
+]
+"""The ``mode=`` names of `bcast.ops.broadcast` (OpenVINO Broadcast-3)."""
 
 
 class Mode(str, Enum):
@@ -26,10 +53,12 @@ class Mode(str, Enum):
     >>> import bcast
     >>> bcast.Mode.parse("multidirectional") is bcast.Mode.NUMPY
     True
-    >>> bcast.Mode.parse("NumPy")
+    >>> bcast.Mode.parse("NUMPY") is bcast.Mode.NUMPY  # OpenVINO's spelling: any case
+    True
+    >>> bcast.Mode.parse("nmupy")
     Traceback (most recent call last):
     ...
-    bcast.BroadcastError: unknown mode 'NumPy'; expected one of numpy, none, pdpd, ...
+    bcast.BroadcastError: unknown mode 'nmupy'; expected one of numpy, none, pdpd, ...
     """
 
     NUMPY = "numpy"
@@ -44,12 +73,14 @@ class Mode(str, Enum):
 
     @classmethod
     def parse(cls, value: str | Mode) -> Mode:
-        """Return the mode named ``value`` (a `Mode`, a name, or an alias)."""
+        """Return the mode named ``value`` (a `Mode`, a name or an alias, in any case)."""
         if isinstance(value, Mode):
             return value
         if not isinstance(value, str):
             raise TypeError(f"mode must be a str; got {type(value).__name__} {value!r}")
         found = _BY_NAME.get(value)
+        if found is None:
+            found = _BY_NAME.get(value.lower())
         if found is None:
             names = ", ".join(m.value for m in cls)
             raise BroadcastError(

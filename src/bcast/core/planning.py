@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from bcast.core.modes import Mode
+from bcast.core.modes import Mode, ModeName
 from bcast.core.plans import Plan
 from bcast.core.rules import apply_rule
 from bcast.core.shape import Shape, ShapeLike
@@ -24,7 +24,7 @@ _DEFAULT_AXIS: Final = -1  # likewise (CPython keeps one -1)
 
 def plan(
     *shapes: ShapeLike,
-    mode: str | Mode = _NUMPY,
+    mode: ModeName | Mode = _NUMPY,
     axis: int = _DEFAULT_AXIS,
     axes_mapping: Sequence[int] | None = None,
     labels: Sequence[str] | None = None,
@@ -101,7 +101,7 @@ def _cacheable(shapes: tuple[object, ...], axis: object, axes_mapping: object) -
 
 def broadcast_shapes(
     *shapes: ShapeLike,
-    mode: str | Mode = _NUMPY,
+    mode: ModeName | Mode = _NUMPY,
     axis: int = _DEFAULT_AXIS,
     axes_mapping: Sequence[int] | None = None,
 ) -> Shape:

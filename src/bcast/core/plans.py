@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bcast.core.dim import Dim
+from bcast.core.html import STYLE, alignment_html
 from bcast.core.modes import Mode
 from bcast.core.picture import format_alignment
 from bcast.core.shape import Shape
@@ -102,12 +103,54 @@ class Plan:
 
     def picture(self) -> list[str]:
         """Draw the operands and the result in aligned columns (see `format_alignment`)."""
-        rank = self.output.rank
-        if rank is None:
-            rank = max((s.rank for s in self.shapes if s.rank is not None), default=0)
         return format_alignment(
-            self.shapes, self.alignment, rank, labels=self.labels, result=self.output
+            self.shapes, self.alignment, self._rank(), labels=self.labels, result=self.output
         )
+
+    def _rank(self) -> int:
+        rank = self.output.rank
+        if rank is None:  # unknown result rank: the known operands, right-aligned
+            rank = max((s.rank for s in self.shapes if s.rank is not None), default=0)
+        return rank
+
+    def _heading(self) -> str:
+        operands = ", ".join(str(s) for s in self.shapes)
+        return f"{self.mode.value}: {operands} -> {self.output}"
+
+    def __str__(self) -> str:
+        """Write the heading and the aligned picture, as ``print(plan)`` shows it.
+
+        >>> import bcast
+        >>> print(bcast.plan("[2,1]", "[3]"))
+        numpy: [2,1], [3] -> [2,3]
+          #0  2  1
+          #1     3
+          =   2  3
+        """
+        return "\n".join([self._heading(), *("  " + row for row in self.picture())])
+
+    def _repr_html_(self) -> str:
+        """Draw the plan as an HTML table: a notebook's rich display of a Plan.
+
+        >>> import bcast
+        >>> '<td class="stretched">' in bcast.plan("[2,1]", "[3]")._repr_html_()
+        True
+        """
+        stretched: set[tuple[int, int]] = set()
+        if self.output.rank is not None:
+            for i, axes in enumerate(self.alignment):
+                if axes is not None:
+                    stretched.update((i, j) for j in self.stretched_axes(i))
+        table = alignment_html(
+            self.shapes,
+            self.alignment,
+            self._rank(),
+            labels=self.labels,
+            result=self.output,
+            stretched=stretched,
+            caption=self._heading(),
+        )
+        return f"<style>{STYLE}</style>{table}"
 
 
 def labels_for(mode: Mode, count: int) -> tuple[str, ...]:

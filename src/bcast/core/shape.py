@@ -181,7 +181,7 @@ class Shape:
         return "[" + ",".join(str(d) for d in self.dims) + "]"
 
     def __repr__(self) -> str:
-        return f"Shape({str(self)!r})"
+        return f"Shape.parse({str(self)!r})"
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Shape):

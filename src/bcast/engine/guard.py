@@ -7,8 +7,9 @@ bytes, instead of letting the allocator fail (or the machine swap) later.
 
 The limit is the machine's available memory (``MemAvailable`` in ``/proc/meminfo`` on
 Linux, within a container's cgroup limit; the physical memory from ``os.sysconf``
-elsewhere; no limit where neither is known),
-or what `set_memory_limit` / `memory_limit` set.
+elsewhere; no limit where neither is known), or what `set_memory_limit` / `memory_limit`
+set. The limit set is a context variable, as NumPy's ``errstate``: it holds in the thread
+(or asyncio task) that set it, and a new thread starts with the default.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Final
 
 from bcast.core.errors import show_bytes
@@ -29,16 +31,20 @@ __all__ = [
     "get_memory_limit",
     "memory_limit",
     "set_memory_limit",
+    "small_fits_here",
 ]
 
 # Results this small never read /proc/meminfo (a machine that cannot hold 16 MiB has other
 # problems); a limit set explicitly is always applied.
 _ALWAYS_FITS: Final = 16 * 2**20
-_limit: int | None = None
-_explicit = False
+# The limit set in this context: (nbytes, explicit); (None, False) is the default.
+_LIMIT: ContextVar[tuple[int | None, bool]] = ContextVar(
+    "bcast_memory_limit", default=(None, False)
+)
 # Results of at most this many bytes skip the guard on the operators' tiny fast path...
 SMALL_BYTES: Final = 1 << 20
-# ...while this is True: no limit was set, or the one set is at least SMALL_BYTES.
+# ...while this is True: no context of the process has ever set a limit below SMALL_BYTES.
+# Once one has, the fast path asks `small_fits_here` (the context variable) instead.
 small_fits = True
 
 
@@ -159,7 +165,8 @@ def set_memory_limit(nbytes: int | None) -> None:
     """Set the largest result, in bytes, an operator may allocate; None restores the default.
 
     The default is the machine's available memory, read when a result of more than 16 MiB
-    is about to be allocated.
+    is about to be allocated. The limit is a context variable: it holds in the calling
+    thread (or asyncio task) and the code it runs; other threads keep their own.
 
     Parameters
     ----------
@@ -199,16 +206,18 @@ def get_memory_limit() -> int | None:
     ...     bcast.ops.get_memory_limit()
     1048576
     """
-    return _limit if _explicit else available_memory()
+    limit, explicit = _LIMIT.get()
+    return limit if explicit else available_memory()
 
 
 @contextmanager
 def memory_limit(nbytes: int | None) -> Iterator[None]:
     """Set the memory limit for a ``with`` block (see `set_memory_limit`), then restore it.
 
-    The limit is process-wide: do not change it from several threads at once.
+    The limit holds in this context only (this thread, this asyncio task), as NumPy's
+    ``errstate``: other threads keep theirs.
     """
-    saved = (_limit, _explicit)
+    saved = _LIMIT.get()
     set_memory_limit(nbytes)
     try:
         yield
@@ -217,9 +226,17 @@ def memory_limit(nbytes: int | None) -> Iterator[None]:
 
 
 def _restore(saved: tuple[int | None, bool]) -> None:
-    global _limit, _explicit, small_fits
-    _limit, _explicit = saved
-    small_fits = not _explicit or (_limit is not None and _limit >= SMALL_BYTES)
+    global small_fits
+    _LIMIT.set(saved)
+    limit, explicit = saved
+    if explicit and (limit is None or limit < SMALL_BYTES):
+        small_fits = False
+
+
+def small_fits_here() -> bool:
+    """Tell whether a result of `SMALL_BYTES` fits under the limit of this context."""
+    limit, explicit = _LIMIT.get()
+    return not explicit or (limit is not None and limit >= SMALL_BYTES)
 
 
 def check(op: str, shape: Sequence[int], dtype: object, itemsize: int) -> None:
@@ -228,11 +245,10 @@ def check(op: str, shape: Sequence[int], dtype: object, itemsize: int) -> None:
     ``dtype`` is only turned into text for the message.
     """
     nbytes = math.prod(shape) * itemsize
-    if _explicit:
-        limit = _limit
-    elif nbytes <= _ALWAYS_FITS:
-        return
-    else:
+    limit, explicit = _LIMIT.get()
+    if not explicit:
+        if nbytes <= _ALWAYS_FITS:
+            return
         limit = available_memory()
     if limit is not None and nbytes > limit:
         raise MemoryLimitError(op, shape, str(dtype), nbytes, limit)

@@ -9,6 +9,7 @@ the walker once per operation and dtypes, and caches the machine code on disk
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import warnings
 from typing import Any, Final
@@ -412,6 +413,12 @@ def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
         types.int64,
         types.boolean,
     )
+    kinds = "/".join(dict.fromkeys(str(t.dtype) for t in dtype_types))
+    # Compiling takes seconds, reading numba's disk cache milliseconds: say so only when the
+    # wait is noticeable, i.e. when it really compiles (once per machine).
+    notice = threading.Timer(_NOTICE_AFTER, _say_compiling, (name, kinds))
+    notice.daemon = True
+    notice.start()
     try:
         compiled = walk.compile(signature)
     except NumbaError as exc:
@@ -423,4 +430,15 @@ def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
             stacklevel=2,
         )
         return None
+    finally:
+        notice.cancel()
     return functools.partial(compiled, code)
+
+
+_NOTICE_AFTER: Final = 0.5
+"""Seconds of compiling after which `_compile` tells stderr what it is doing."""
+
+
+def _say_compiling(name: str, kinds: str) -> None:
+    sys.stderr.write(f"bcast: compiling {name}/{kinds}, once per machine (numba caches it)\n")
+    sys.stderr.flush()

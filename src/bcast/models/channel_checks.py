@@ -36,7 +36,7 @@ def check_prelu_channel(
     >>> str(check_prelu_channel(node, ("x", Shape((2, 3, 4))), ("s", Shape((3,))), found))
     '[2,3,4]'
     >>> check_prelu_channel(node, ("x", Shape((2, 3, 4))), ("s", Shape((5,))), found)
-    Shape('[2,3,4]')
+    Shape.parse('[2,3,4]')
     >>> [(f.severity.value, f.axis) for f in found]
     [('error', 2)]
     """

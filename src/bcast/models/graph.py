@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from html import escape
 
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
@@ -299,6 +300,62 @@ class Report:
             },
             "error": None,
         }
+
+    def _heading(self) -> str:
+        counts = [
+            f"{n} {s.value}{'s' if n != 1 and s is not Severity.INFO else ''}"
+            for s in Severity
+            if (n := sum(1 for f in self.findings if f.severity is s))
+        ]
+        nodes = f"{self.nodes} node{'' if self.nodes == 1 else 's'}"
+        return f"{self.path} ({nodes}): {', '.join(counts) or 'no findings'}"
+
+    def __str__(self) -> str:
+        """Write the report as ``bcast check`` does: its heading, then a block per finding.
+
+        >>> print(Report("m.onnx", 3, ()))
+        m.onnx (3 nodes): no findings
+        """
+        lines = [self._heading()]
+        for f in self.findings:
+            where = ", ".join(
+                [f"{f.node} ({f.op})"]
+                + ([f.mode] if f.mode else [])
+                + ([f"axis {f.axis}"] if f.axis is not None else [])
+            )
+            lines.append(f"  {f.severity.value}[{f.kind}] {where}")
+            if f.inputs:
+                lines.append("    inputs: " + "; ".join(f"{n or '-'} {s}" for n, s in f.inputs))
+            lines.append(f"    {f.reason}")
+            lines.extend(f"      {row}".rstrip() for row in f.picture)
+        return "\n".join(lines)
+
+    def to_html(self) -> str:
+        """Return the report as an HTML fragment: heading, then each finding and its picture.
+
+        >>> "<pre>" in Report("m.onnx", 3, ()).to_html()
+        False
+        """
+        items = []
+        for f in self.findings:
+            colour = _HTML_COLOURS[f.severity]
+            where = escape(f"{f.node} ({f.op})")
+            detail = escape(", ".join(f"{n or '-'} {s}" for n, s in f.inputs))
+            picture = f"<pre>{escape(chr(10).join(f.picture))}</pre>" if f.picture else ""
+            items.append(
+                f'<li><b style="color:{colour}">{escape(f.severity.value)}'
+                f"[{escape(f.kind)}]</b> <code>{where}</code>"
+                f"{f' <small>{detail}</small>' if detail else ''}"
+                f"<div>{escape(f.reason)}</div>{picture}</li>"
+            )
+        head = f"<h3>{escape(self._heading())}</h3>"
+        return head + (f"<ul>{''.join(items)}</ul>" if items else "")
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+
+_HTML_COLOURS = {Severity.ERROR: "#c92a2a", Severity.WARNING: "#e67700", Severity.INFO: "#1971c2"}
 
 
 # -- binding symbols -----------------------------------------------------------------------

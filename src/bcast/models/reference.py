@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from bcast.arrays.views import broadcast_arrays, broadcast_to
 from bcast.core.errors import BroadcastError
+from bcast.core.modes import Mode
 from bcast.core.planning import plan
 
 __all__ = ["ELEMENTWISE", "elementwise", "normalization"]
@@ -86,7 +87,7 @@ def elementwise(
     bcast.BroadcastError: numpy: cannot broadcast [3] and [2] at axis 0: 3 vs 2...
     """
     kernel = ELEMENTWISE[kind]
-    x, y = broadcast_arrays(a, b, mode=mode, axis=axis)
+    x, y = broadcast_arrays(a, b, mode=Mode.parse(mode), axis=axis)
     return np.asarray(kernel(np.asarray(x), np.asarray(y)))
 
 

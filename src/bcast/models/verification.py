@@ -14,7 +14,9 @@ module imports neither ``onnx`` nor ``openvino``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
@@ -28,6 +30,7 @@ from bcast.models.graph import Graph
 from bcast.models.isolation import IsolationError
 
 __all__ = [
+    "observe",
     "ATOL",
     "RTOL",
     "Comparison",
@@ -232,6 +235,7 @@ class Verification:
         exhausted = out_of_memory(run)
         if exhausted is None:
             self.nodes.append(run)
+            _tell(run.node, run.op)
         else:
             self.skip(run.node, run.op, Skip.TOO_LARGE, exhausted)
 
@@ -240,6 +244,7 @@ class Verification:
         skipped = Skipped(node, op, kind, reason)
         self.skipped.append(skipped)
         self.notes.append(skipped.note())
+        _tell(node, op)
 
     def to_json(self) -> dict[str, Any]:
         """Return the verification as one JSON object."""
@@ -260,6 +265,36 @@ class Verification:
             },
             "error": None,
         }
+
+
+_OBSERVER: ContextVar[Callable[[str, str], None] | None] = ContextVar(
+    "bcast_verify_observer", default=None
+)
+
+
+@contextmanager
+def observe(callback: Callable[[str, str], None]) -> Iterator[None]:
+    """Call ``callback(node, op)`` as each node is recorded or skipped, in this context.
+
+    The command line draws its progress with it; the verifiers need not know.
+
+    >>> seen = []
+    >>> with observe(lambda node, op: seen.append(node)):
+    ...     Verification("m.onnx", [], 0).skip("n1", "Add", Skip.UNSUPPORTED, "why")
+    >>> seen
+    ['n1']
+    """
+    token = _OBSERVER.set(callback)
+    try:
+        yield
+    finally:
+        _OBSERVER.reset(token)
+
+
+def _tell(node: str, op: str) -> None:
+    callback = _OBSERVER.get()
+    if callback is not None:
+        callback(node, op)
 
 
 def attempt(call: Any, *args: Any, **kwargs: Any) -> Result:

@@ -242,7 +242,7 @@ def _as_plan(
         if isinstance(arg, Plan):
             raise TypeError("a Plan must be the only positional argument")
         shapes.append(arg)
-    return make_plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping)
+    return make_plan(*shapes, mode=Mode.parse(mode), axis=axis, axes_mapping=axes_mapping)
 
 
 def _is_shape_operand(mode: Mode, k: int) -> bool:

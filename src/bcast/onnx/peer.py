@@ -14,7 +14,13 @@ import onnx
 
 from bcast.models.isolation import run_isolated
 
-__all__ = ["infer_isolated", "infer_serialized", "run_onnxruntime_serialized"]
+__all__ = [
+    "infer_isolated",
+    "infer_serialized",
+    "run_onnxruntime",
+    "run_onnxruntime_serialized",
+    "run_openvino",
+]
 
 
 def infer_serialized(data: bytes, data_prop: bool) -> bytes:
@@ -58,3 +64,17 @@ def run_onnxruntime_serialized(data: bytes, feeds: Mapping[str, Any]) -> npt.NDA
     options.inter_op_num_threads = 1
     session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     return np.asarray(session.run(None, dict(feeds))[0])
+
+
+def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, Any]) -> npt.NDArray[Any]:
+    """Run a one-node model in onnxruntime, in the worker process; return output 0."""
+    data = model.SerializeToString()
+    return run_isolated("onnxruntime", "running a node", run_onnxruntime_serialized, data, feeds)
+
+
+def run_openvino(model: onnx.ModelProto, feeds: dict[str, Any]) -> npt.NDArray[Any]:
+    """Run a one-node ONNX model in OpenVINO, in the worker process; return output 0."""
+    from bcast.openvino.runtime import run_onnx_serialized
+
+    data = model.SerializeToString()
+    return run_isolated("OpenVINO", "running a node", run_onnx_serialized, data, feeds)

@@ -57,7 +57,7 @@ from bcast.models.inputs import (
     pick,
     random_array,
 )
-from bcast.models.isolation import IsolationError, run_isolated
+from bcast.models.isolation import IsolationError
 from bcast.models.verification import (
     NO_OPERATOR,
     Comparison,
@@ -73,7 +73,7 @@ from bcast.models.verification import (
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
 from bcast.onnx.one_node import REFERENCE_OPS, check_request, one_node_model, run_reference
-from bcast.onnx.peer import infer_isolated, run_onnxruntime_serialized
+from bcast.onnx.peer import infer_isolated, run_onnxruntime, run_openvino
 from bcast.onnx.probe import Probed, is_open, probe_inputs, with_probe
 from bcast.onnx.reader import load_model, read_onnx
 
@@ -209,14 +209,16 @@ def _runners(wanted: Sequence[str]) -> tuple[dict[str, _Runner], list[str]]:
     for name in wanted:
         if name == "onnxruntime":
             if importlib.util.find_spec("onnxruntime") is None:
-                notes.append("onnxruntime is not installed; skipped")
+                notes.append(
+                    'onnxruntime is not installed (pip install "bcast[onnxruntime]"); skipped'
+                )
                 continue
-            found[name] = _run_onnxruntime
+            found[name] = run_onnxruntime
         elif name == "openvino":
             if importlib.util.find_spec("openvino") is None:
-                notes.append("openvino is not installed; skipped")
+                notes.append('openvino is not installed (pip install "bcast[openvino]"); skipped')
                 continue
-            found[name] = _run_openvino
+            found[name] = run_openvino
     return found, notes
 
 
@@ -226,23 +228,6 @@ def _request(runner: _Runner, model: onnx.ModelProto | HarnessError, feeds: Any)
         raise model
     check_request(model, feeds)
     return runner(model, feeds)
-
-
-def _run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, Any]) -> npt.NDArray[Any]:
-    return run_isolated(
-        "onnxruntime",
-        "running a node",
-        run_onnxruntime_serialized,
-        model.SerializeToString(),
-        feeds,
-    )
-
-
-def _run_openvino(model: onnx.ModelProto, feeds: dict[str, Any]) -> npt.NDArray[Any]:
-    from bcast.openvino.runtime import run_onnx_serialized
-
-    data = model.SerializeToString()
-    return run_isolated("OpenVINO", "running a node", run_onnx_serialized, data, feeds)
 
 
 # -- concrete shapes and inputs ------------------------------------------------------------

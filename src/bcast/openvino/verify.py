@@ -127,7 +127,10 @@ def verify_ir(
     try:
         from bcast.openvino.reader import layer_details, read_ir
     except ImportError as err:
-        raise ModelError(f"{path}: verifying OpenVINO IR needs defusedxml ({err})") from None
+        raise ModelError(
+            f"{path}: verifying OpenVINO IR needs defusedxml ({err}); "
+            'install it with: pip install "bcast[openvino]"'
+        ) from None
     from bcast.openvino.reader import AXIS_KEY, ELEMENTWISE_AXIS_KEY
     from bcast.openvino.runtime import run_node
 
@@ -200,7 +203,7 @@ def _spec_axis(node: Node) -> dict[str, Any]:
 
 
 def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]]) -> Any:
-    mode = str(node.mode or Mode.NUMPY)
+    mode = node.mode or Mode.NUMPY
     axis = _spec_axis(node)
     if node.op in _BINARY:
         return getattr(ops, _BINARY[node.op])(arrays[0], arrays[1], broadcast=mode, **axis)

@@ -7,22 +7,15 @@ Xor-7: multidirectional broadcasting (``broadcast="numpy"``), or OpenVINO's ``no
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Final
 
-import numpy as np
-
-from bcast import engine
-from bcast.arrays.views import Array
+from bcast.arrays.views import ArrayT, Scalar
 from bcast.core.errors import BroadcastError
-from bcast.core.modes import Mode
+from bcast.core.modes import BinaryModeName, Mode
 from bcast.core.planning import plan
-from bcast.engine import Kernel, execute
-from bcast.engine import guard as _guard
-from bcast.ops import _kernels
+from bcast.engine import execute
 from bcast.ops._common import check_operands
-from bcast.ops._dtypes import FLOAT, SIGNATURES, fixed_output
+from bcast.ops._tiny import kernel_for, tiny_path
 
 __all__ = [
     "add",
@@ -39,15 +32,18 @@ __all__ = [
 ]
 
 _MODES: Final = (Mode.NUMPY, Mode.NONE, Mode.PDPD)
-_NDARRAY: Final = np.ndarray
-_DEFAULT_AXIS: Final = -1  # compared by identity: any other object takes the full path
-_NUMPY: Final = "numpy"  # the default of ``broadcast``, likewise
-_TINY_SIZE: Final = engine.TINY
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _binary(op: str, a: Any, b: Any, broadcast: str | Mode, axis: int, out: Any) -> Any:
+def _binary(
+    op: str,
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    broadcast: str | Mode,
+    axis: int,
+    out: ArrayT | None,
+) -> ArrayT:
     checked = check_operands(op, ("a", "b"), (a, b))
+    a, b = checked.operands
     mode = Mode.parse(broadcast)
     if mode not in _MODES:
         raise BroadcastError(
@@ -56,114 +52,35 @@ def _binary(op: str, a: Any, b: Any, broadcast: str | Mode, axis: int, out: Any)
             mode=mode.value,
         )
     the_plan = plan(checked.lib.dims(a), checked.lib.dims(b), mode=mode, axis=axis)
-    kernel = _kernel(op, checked.names)
-    return execute(op, the_plan, kernel, (a, b), dtype=checked.dtype, out=out, lib=checked.lib)
+    kernel = kernel_for(op, checked.names)
+    result: ArrayT = execute(
+        op, the_plan, kernel, (a, b), dtype=checked.dtype, out=out, lib=checked.lib
+    )
+    return result
 
 
-def _kernel(op: str, names: list[str]) -> Kernel:
-    if op == "div":
-        return _kernels.FLOAT_DIV if names[0] in FLOAT else _kernels.INT_DIV
-    if op == "pow":
-        if names[0] in FLOAT:
-            return _kernels.FLOAT_POW
-        return _kernels.INT_FLOAT_POW if names[1] in FLOAT else _kernels.INT_POW
-    return _kernels.BINARY[op]
-
-
-def _tiny_ufuncs(op: str) -> dict[np.dtype[Any], Any]:
-    """Map each NumPy dtype whose kernel for ``op`` (both operands of it) is one ufunc to it."""
-    sig = SIGNATURES[op]
-    found: dict[np.dtype[Any], Any] = {}
-    for name in sorted(sig.allowed[sig.inputs[0]]):
-        if name in ("string", "bfloat16"):
-            continue
-        ufunc = _kernel(op, [name, name]).ufunc
-        if ufunc is not None:
-            found[np.dtype(name)] = ufunc
-    return found
-
-
-_TINY: Final = {
-    op: _tiny_ufuncs(op) if engine.quiet_run is not None else {}
-    for op in ("add", "sub", "mul", "div", "pow", "equal", "greater", "less", "and_", "or_", "xor")
-}
-_quiet_run: Any = engine.quiet_run
-
-
-def _tiny_path(op: str) -> Callable[[_F], _F]:
-    """Give a binary operator the tiny fast path in front of its full path.
-
-    NumPy operands of one dtype whose kernel is one ufunc, the default multidirectional
-    broadcast (NumPy's own: the ufunc applies exactly the plan), a result too small for the
-    memory guard or for threads (or an ``out=`` of an operand's shape and the result's
-    dtype): one lookup and one quiet ufunc call. Anything else, shapes that do not
-    broadcast included, takes the operator's full path, which explains.
-    """
-    table = _TINY[op]
-    fixed = None if fixed_output(op) is None else np.dtype(fixed_output(op))
-
-    def decorate(full: _F) -> _F:
-        @functools.wraps(full)
-        def run(
-            a: Any,
-            b: Any,
-            /,
-            *,
-            broadcast: Any = _NUMPY,
-            axis: Any = _DEFAULT_AXIS,
-            out: Any = None,
-        ) -> Any:
-            if (
-                type(a) is _NDARRAY
-                and type(b) is _NDARRAY
-                and broadcast is _NUMPY
-                and axis is _DEFAULT_AXIS
-            ):
-                dt = a.dtype
-                ufunc = table.get(dt)
-                if ufunc is not None and b.dtype is dt and a.size * b.size <= _TINY_SIZE:
-                    if out is None:
-                        if _guard.small_fits:
-                            try:
-                                result = _quiet_run(ufunc, a, b)
-                            except (ValueError, RuntimeError):
-                                pass  # no broadcast, or the quiet context is busy
-                            else:
-                                return result if type(result) is _NDARRAY else np.asarray(result)
-                    elif (
-                        type(out) is _NDARRAY
-                        and out.dtype is (fixed or dt)
-                        and (out.shape == a.shape or out.shape == b.shape)
-                    ):
-                        # out has the shape of an operand; the other one must broadcast to
-                        # it (else NumPy raises ValueError before writing), so it is the
-                        # result's shape. NumPy makes an out overlapping an operand safe.
-                        try:
-                            _quiet_run(ufunc, a, b, out)  # positional: no keyword dict
-                        except (ValueError, RuntimeError):
-                            pass  # no broadcast, read-only out, or a busy context
-                        else:
-                            return out
-            return full(a, b, broadcast=broadcast, axis=axis, out=out)
-
-        return run  # type: ignore[return-value]
-
-    return decorate
-
-
-@_tiny_path("add")
+@tiny_path("add")
 def add(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Add ``a + b`` element-wise (ONNX Add-14, OpenVINO Add-1).
 
     Parameters
     ----------
-    a, b : array
-        Operands of one library and one numeric dtype (no bool).
+    a, b : array or Python scalar
+        Operands of one library and one numeric dtype (no bool). NumPy scalars count as
+        0-d NumPy arrays; a Python ``int`` or ``float`` takes the other operand's dtype
+        (the array API rule), and an int out of that dtype's range is an OverflowError.
     broadcast : {"numpy", "none", "pdpd"}, default "numpy"
-        How the shapes combine: multidirectional (NumPy, ONNX), identical shapes only, or
-        OpenVINO PDPD (``b`` onto ``a`` from ``axis``).
+        How the shapes combine (in any case: ``"NUMPY"`` is OpenVINO's spelling):
+        multidirectional (NumPy, ONNX), identical shapes only, or OpenVINO PDPD (``b`` onto
+        ``a`` from ``axis``).
     axis : int, default -1
         PDPD only: the axis of ``a`` where ``b`` starts; -1 right-aligns.
     out : array, optional
@@ -190,6 +107,8 @@ def add(
     >>> bcast.ops.add(np.array([[1], [2]]), np.array([10, 20, 30]))
     array([[11, 21, 31],
            [12, 22, 32]])
+    >>> bcast.ops.add(np.array([1.5, 2.5], np.float32), 1)
+    array([2.5, 3.5], dtype=float32)
     >>> bcast.ops.add(np.zeros((2, 3, 4)), np.ones((3, 1)), broadcast="pdpd", axis=1).shape
     (2, 3, 4)
     >>> bcast.ops.add(np.ones(3, np.int32), np.ones(3, np.float32))
@@ -200,10 +119,16 @@ def add(
     return _binary("add", a, b, broadcast, axis, out)
 
 
-@_tiny_path("sub")
+@tiny_path("sub")
 def sub(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Subtract ``a - b`` element-wise (ONNX Sub-14, OpenVINO Subtract-1).
 
     Parameters, returns and errors as `add`.
@@ -218,10 +143,16 @@ def sub(
     return _binary("sub", a, b, broadcast, axis, out)
 
 
-@_tiny_path("mul")
+@tiny_path("mul")
 def mul(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Multiply ``a * b`` element-wise (ONNX Mul-14, OpenVINO Multiply-1).
 
     Parameters, returns and errors as `add`.
@@ -236,10 +167,16 @@ def mul(
     return _binary("mul", a, b, broadcast, axis, out)
 
 
-@_tiny_path("div")
+@tiny_path("div")
 def div(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Divide ``a / b`` element-wise (ONNX Div-14, OpenVINO Divide-1 on runtime inputs).
 
     Floats follow IEEE (``1 / 0`` is ``inf``). Integers use truncating division, rounding
@@ -269,10 +206,16 @@ def div(
     return _binary("div", a, b, broadcast, axis, out)
 
 
-@_tiny_path("pow")
+@tiny_path("pow")
 def pow(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Raise ``a ** b`` element-wise (ONNX Pow-15, OpenVINO Power-1).
 
     The result has the dtype of the base ``a`` (Pow-15: X in T, Y in T1, output T); the
@@ -307,10 +250,16 @@ def pow(
     return _binary("pow", a, b, broadcast, axis, out)
 
 
-@_tiny_path("equal")
+@tiny_path("equal")
 def equal(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Compare ``a == b`` element-wise, giving bool (ONNX Equal-19, OpenVINO Equal-1).
 
     Numeric, bool and string operands (NumPy ``str``/``object`` arrays) of one dtype.
@@ -326,10 +275,16 @@ def equal(
     return _binary("equal", a, b, broadcast, axis, out)
 
 
-@_tiny_path("greater")
+@tiny_path("greater")
 def greater(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Compare ``a > b`` element-wise, giving bool (ONNX Greater-13, OpenVINO Greater-1).
 
     Parameters and errors as `add`; the result is bool.
@@ -344,10 +299,16 @@ def greater(
     return _binary("greater", a, b, broadcast, axis, out)
 
 
-@_tiny_path("less")
+@tiny_path("less")
 def less(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Compare ``a < b`` element-wise, giving bool (ONNX Less-13, OpenVINO Less-1).
 
     Parameters and errors as `add`; the result is bool.
@@ -363,10 +324,16 @@ def less(
     return _binary("less", a, b, broadcast, axis, out)
 
 
-@_tiny_path("and_")
+@tiny_path("and_")
 def and_(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Logical ``a and b`` of bool arrays (ONNX And-7, OpenVINO LogicalAnd-1).
 
     Only bool operands (the ONNX schema; the ONNX reference also accepts integers):
@@ -387,10 +354,16 @@ def and_(
     return _binary("and_", a, b, broadcast, axis, out)
 
 
-@_tiny_path("or_")
+@tiny_path("or_")
 def or_(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Logical ``a or b`` of bool arrays (ONNX Or-7, OpenVINO LogicalOr-1).
 
     Bool operands only, as `and_`.
@@ -405,10 +378,16 @@ def or_(
     return _binary("or_", a, b, broadcast, axis, out)
 
 
-@_tiny_path("xor")
+@tiny_path("xor")
 def xor(
-    a: Array, b: Array, /, *, broadcast: str = "numpy", axis: int = -1, out: Array | None = None
-) -> Any:
+    a: ArrayT | Scalar,
+    b: ArrayT | Scalar,
+    /,
+    *,
+    broadcast: BinaryModeName | Mode = "numpy",
+    axis: int = -1,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Logical ``a xor b`` of bool arrays (ONNX Xor-7, OpenVINO LogicalXor-1).
 
     Bool operands only, as `and_`.

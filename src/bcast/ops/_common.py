@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from bcast.arrays.libraries import Library, library_of
-from bcast.ops._dtypes import SIGNATURES, bind, dtype_name, fixed_output
+from bcast.arrays.libraries import Library, as_operands
+from bcast.ops._dtypes import SIGNATURES, Signature, bind, dtype_name, fixed_output
 
 __all__ = [
     "TORCH_ARITHMETIC",
@@ -30,23 +30,59 @@ TORCH_COMPUTES: Final = (
 
 
 class Checked:
-    """The outcome of `check_operands`: library, dtype names and the result dtype."""
+    """The outcome of `check_operands`: library, operands as arrays, dtype names, result dtype."""
 
-    __slots__ = ("dtype", "lib", "names")
+    __slots__ = ("dtype", "lib", "names", "operands")
 
-    def __init__(self, lib: Library, names: list[str], dtype: Any) -> None:
+    def __init__(
+        self, lib: Library, names: list[str], dtype: Any, operands: tuple[Any, ...]
+    ) -> None:
         self.lib = lib
         self.names = names
         self.dtype = dtype
+        self.operands = operands
+
+
+def _partner(sig: Signature, labels: Sequence[str]) -> Any:
+    """Which array operand a Python scalar takes its dtype from, for one signature.
+
+    An array of the scalar's own type parameter (``where(c, x, 0.0)``: y follows x); else
+    the first array whose parameter is not the bool condition ``B`` (``pow(x, 2)``: the
+    exponent follows the base, as the array API's ``pow(x1, x2)``). None qualifies for
+    ``where(c, 1.0, 2.0)``: the array API asks for an array among x and y, and so do we.
+    """
+
+    def param(i: int) -> str:
+        return sig.inputs[0] if sig.variadic else sig.inputs[i]
+
+    def like(i: int, arrays: list[int]) -> int:
+        for j in arrays:
+            if param(j) == param(i):
+                return j
+        if param(i) != "B":
+            for j in arrays:
+                if param(j) != "B":
+                    return j
+        raise TypeError(
+            f"{labels[i]}: a Python scalar needs an array among the operands of its kind "
+            "to take its dtype from (the array API rule); pass an array"
+        )
+
+    return like
 
 
 def check_operands(op: str, labels: Sequence[str], operands: Sequence[Any]) -> Checked:
     """Check the operands' library and dtypes against the table; return the result dtype.
 
+    Operands are normalised first (`bcast.arrays.libraries.as_operands`): NumPy scalars
+    become 0-d NumPy arrays, Python scalars 0-d arrays of an array operand's dtype; use
+    ``Checked.operands`` from then on.
+
     Raises TypeError for non-arrays, arrays of different libraries, and dtypes the
-    operator's signature does not allow.
+    operator's signature does not allow; OverflowError for a Python int out of its dtype's
+    range.
     """
-    lib = library_of(*operands)
+    lib, operands = as_operands(operands, _partner(SIGNATURES[op], labels), labels)
     xp = lib.xp
     names = [dtype_name(x.dtype, xp) for x in operands]
     bound = bind(op, labels, names)
@@ -64,7 +100,7 @@ def check_operands(op: str, labels: Sequence[str], operands: Sequence[Any]) -> C
     if fixed is not None:
         import numpy as np
 
-        return Checked(lib, names, np.dtype(fixed) if xp is None else getattr(xp, fixed))
+        return Checked(lib, names, np.dtype(fixed) if xp is None else getattr(xp, fixed), operands)
     sig = SIGNATURES[op]
     source = operands[bound[sig.output]]
     dtype = source.dtype
@@ -75,4 +111,4 @@ def check_operands(op: str, labels: Sequence[str], operands: Sequence[Any]) -> C
 
         # Fixed-width NumPy strings: wide enough for every operand of the parameter.
         dtype = np.result_type(*(x.dtype for x in operands if x.dtype.kind in "US"))
-    return Checked(lib, names, dtype)
+    return Checked(lib, names, dtype, operands)

@@ -6,12 +6,12 @@ Both are the view of `bcast.broadcast_to` copied into a new array (or ``out``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from bcast.arrays.targets import plan_to_target, static_shape
-from bcast.arrays.views import Array
+from bcast.arrays.views import ArrayT
 from bcast.core.errors import BroadcastError
-from bcast.core.modes import Mode
+from bcast.core.modes import BroadcastModeName, Mode
 from bcast.core.planning import plan
 from bcast.core.shape import ShapeLike
 from bcast.engine import execute
@@ -23,7 +23,7 @@ __all__ = ["broadcast", "expand"]
 _BROADCAST_MODES: Final = (Mode.NUMPY, Mode.EXPLICIT, Mode.BIDIRECTIONAL, Mode.PDPD)
 
 
-def expand(x: Array, shape: ShapeLike, /, *, out: Array | None = None) -> Any:
+def expand(x: ArrayT, shape: ShapeLike, /, *, out: ArrayT | None = None) -> ArrayT:
     """Broadcast ``x`` with ``shape`` into a new array (ONNX Expand-13).
 
     The rule is bidirectional: the result is the NumPy broadcast of ``x``'s shape and
@@ -63,23 +63,25 @@ def expand(x: Array, shape: ShapeLike, /, *, out: Array | None = None) -> Any:
     (3,)
     """
     checked = check_operands("expand", ("x",), (x,))
+    (x,) = checked.operands
     target = static_shape(shape, "shape")
     the_plan = plan(checked.lib.dims(x), target, mode="bidirectional")
-    return execute(
+    result: ArrayT = execute(
         "expand", the_plan, _kernels.COPY, (x,), dtype=checked.dtype, out=out, lib=checked.lib
     )
+    return result
 
 
 def broadcast(
-    data: Array,
+    data: ArrayT,
     target_shape: ShapeLike,
     axes_mapping: Sequence[int] | None = None,
     /,
     *,
-    mode: str | Mode = "numpy",
+    mode: BroadcastModeName | Mode = "numpy",
     axis: int = -1,
-    out: Array | None = None,
-) -> Any:
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Broadcast ``data`` to ``target_shape`` into a new array (OpenVINO Broadcast-3).
 
     =================  ========================================================================
@@ -139,6 +141,7 @@ def broadcast(
     bcast.BroadcastError: unidirectional: cannot broadcast [2,1] and [2] at axis 1: ...
     """
     checked = check_operands("broadcast", ("data",), (data,))
+    (data,) = checked.operands
     parsed = Mode.parse(mode)
     if parsed not in _BROADCAST_MODES:
         raise BroadcastError(
@@ -149,7 +152,7 @@ def broadcast(
     the_plan, index = plan_to_target(
         checked.lib.dims(data), target, mode=parsed, axis=axis, axes_mapping=axes_mapping
     )
-    return execute(
+    result: ArrayT = execute(
         "broadcast",
         the_plan,
         _kernels.COPY,
@@ -159,3 +162,4 @@ def broadcast(
         lib=checked.lib,
         slots=(index,),
     )
+    return result

@@ -7,9 +7,8 @@ Where-16; OpenVINO Maximum/Minimum chains and Select with ``auto_broadcast="nump
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
-from bcast.arrays.views import Array
+from bcast.arrays.views import ArrayT, Scalar
 from bcast.core.planning import plan
 from bcast.engine import Kernel, execute
 from bcast.ops import _kernels
@@ -23,17 +22,21 @@ def _fold(op: str, count: int) -> Kernel:
     return _kernels.variadic_kernel(op, count)
 
 
-def _variadic(op: str, inputs: tuple[Array, ...], out: Array | None) -> Any:
-    if not inputs:
+def _variadic(op: str, given: tuple[ArrayT | Scalar, ...], out: ArrayT | None) -> ArrayT:
+    if not given:
         raise TypeError(f"{op} takes at least one input; got none")
-    labels = [f"inputs[{i}]" for i in range(len(inputs))]
-    checked = check_operands(op, labels, inputs)
+    labels = [f"inputs[{i}]" for i in range(len(given))]
+    checked = check_operands(op, labels, given)
+    inputs = checked.operands
     the_plan = plan(*(checked.lib.dims(x) for x in inputs))
     kernel = _fold(op, len(inputs))
-    return execute(op, the_plan, kernel, inputs, dtype=checked.dtype, out=out, lib=checked.lib)
+    result: ArrayT = execute(
+        op, the_plan, kernel, inputs, dtype=checked.dtype, out=out, lib=checked.lib
+    )
+    return result
 
 
-def max(*inputs: Array, out: Array | None = None) -> Any:
+def max(*inputs: ArrayT | Scalar, out: ArrayT | None = None) -> ArrayT:
     """Take the element-wise maximum of one or more arrays (ONNX Max-13).
 
     NaN propagates: any NaN among the operands gives NaN, as in the ONNX reference,
@@ -41,8 +44,9 @@ def max(*inputs: Array, out: Array | None = None) -> Any:
 
     Parameters
     ----------
-    *inputs : array
-        One or more arrays of one library and one numeric dtype, broadcast together.
+    *inputs : array or Python scalar
+        One or more arrays of one library and one numeric dtype, broadcast together. A
+        Python scalar takes the arrays' dtype (the array API rule); one array at least.
     out : array, optional
         An array of the result's shape and dtype to write into; it is returned.
 
@@ -73,7 +77,7 @@ def max(*inputs: Array, out: Array | None = None) -> Any:
     return _variadic("max", inputs, out)
 
 
-def min(*inputs: Array, out: Array | None = None) -> Any:
+def min(*inputs: ArrayT | Scalar, out: ArrayT | None = None) -> ArrayT:
     """Take the element-wise minimum of one or more arrays (ONNX Min-13).
 
     NaN propagates, as in `max`. Parameters, returns and errors as `max`.
@@ -88,7 +92,7 @@ def min(*inputs: Array, out: Array | None = None) -> Any:
     return _variadic("min", inputs, out)
 
 
-def sum(*inputs: Array, out: Array | None = None) -> Any:
+def sum(*inputs: ArrayT | Scalar, out: ArrayT | None = None) -> ArrayT:
     """Add one or more float arrays element-wise (ONNX Sum-13).
 
     The ONNX schema allows float dtypes only; integers are a TypeError (onnxruntime rejects
@@ -110,7 +114,7 @@ def sum(*inputs: Array, out: Array | None = None) -> Any:
     return _variadic("sum", inputs, out)
 
 
-def mean(*inputs: Array, out: Array | None = None) -> Any:
+def mean(*inputs: ArrayT | Scalar, out: ArrayT | None = None) -> ArrayT:
     """Average one or more float arrays element-wise (ONNX Mean-13).
 
     The sum of the broadcast operands divided by their count; float dtypes only, as `sum`.
@@ -128,7 +132,14 @@ def mean(*inputs: Array, out: Array | None = None) -> Any:
     return _variadic("mean", inputs, out)
 
 
-def where(condition: Array, x: Array, y: Array, /, *, out: Array | None = None) -> Any:
+def where(
+    condition: ArrayT | Scalar,
+    x: ArrayT | Scalar,
+    y: ArrayT | Scalar,
+    /,
+    *,
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Choose ``x`` where ``condition`` holds, else ``y`` (ONNX Where-16, OpenVINO Select-1).
 
     The three operands broadcast multidirectionally, in the order condition, x, y.
@@ -137,8 +148,9 @@ def where(condition: Array, x: Array, y: Array, /, *, out: Array | None = None) 
     ----------
     condition : array
         A bool array.
-    x, y : array
-        Arrays of one dtype (any: numeric, bool, complex, string); the result has it.
+    x, y : array or Python scalar
+        Arrays of one dtype (any: numeric, bool, complex, string); the result has it. One
+        may be a Python scalar: it takes the other's dtype (the array API rule).
     out : array, optional
         An array of the result's shape and dtype to write into; it is returned.
 
@@ -164,9 +176,10 @@ def where(condition: Array, x: Array, y: Array, /, *, out: Array | None = None) 
     array([[1., 2., 3.],
            [0., 0., 0.]])
     """
-    operands = (condition, x, y)
-    checked = check_operands("where", ("condition", "x", "y"), operands)
+    checked = check_operands("where", ("condition", "x", "y"), (condition, x, y))
+    operands = condition, x, y = checked.operands
     the_plan = plan(checked.lib.dims(condition), checked.lib.dims(x), checked.lib.dims(y))
-    return execute(
+    result: ArrayT = execute(
         "where", the_plan, _kernels.WHERE, operands, dtype=checked.dtype, out=out, lib=checked.lib
     )
+    return result

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bcast.arrays.libraries import shape_of
-from bcast.arrays.views import Array
+from bcast.arrays.views import ArrayT, Scalar
 from bcast.core.errors import BroadcastError
 from bcast.core.planning import plan
 from bcast.core.plans import Plan
@@ -45,17 +45,17 @@ def _flag(name: str, value: object) -> bool:
 
 
 def gemm(
-    a: Array,
-    b: Array,
-    c: Array | None = None,
+    a: ArrayT,
+    b: ArrayT,
+    c: ArrayT | Scalar | None = None,
     /,
     *,
     alpha: float = 1.0,
     beta: float = 1.0,
     trans_a: bool = False,
     trans_b: bool = False,
-    out: Array | None = None,
-) -> Any:
+    out: ArrayT | None = None,
+) -> ArrayT:
     """Compute ``alpha * A' @ B' + beta * C`` (ONNX Gemm-13).
 
     ``A'`` is ``A`` transposed when ``trans_a``, likewise ``B'``; M, N and K come from the
@@ -112,6 +112,8 @@ def gemm(
     flags = (_flag("trans_a", trans_a), _flag("trans_b", trans_b))
     operands = (a, b) if c is None else (a, b, c)
     checked = check_operands("gemm", ("a", "b", "c")[: len(operands)], operands)
+    a, b = checked.operands[:2]
+    c = None if c is None else checked.operands[2]
     xp = checked.lib.xp
     for label, x in (("a", a), ("b", b)):
         if len(shape_of(x)) != 2:
@@ -127,18 +129,22 @@ def gemm(
     kernel = _kernels.gemm_kernel(left, right, scale, weight, has_c=c is not None)
     if c is None:
         the_plan = plan((m, n))
-        return execute("gemm", the_plan, kernel, (), dtype=checked.dtype, out=out, lib=checked.lib)
+        alone: ArrayT = execute(
+            "gemm", the_plan, kernel, (), dtype=checked.dtype, out=out, lib=checked.lib
+        )
+        return alone
     the_plan = _unidirectional((m, n), checked.lib.dims(c), ("(M,N)", "C"))
-    return execute(
+    result: ArrayT = execute(
         "gemm", the_plan, kernel, (c,), dtype=checked.dtype, out=out, lib=checked.lib, slots=(1,)
     )
+    return result
 
 
 def _transposed(x: Any, xp: Any) -> Any:
     return x.T if xp is None else xp.permute_dims(x, (1, 0))
 
 
-def prelu(x: Array, slope: Array, /, *, out: Array | None = None) -> Any:
+def prelu(x: ArrayT, slope: ArrayT | Scalar, /, *, out: ArrayT | None = None) -> ArrayT:
     """Apply ``slope * x`` where ``x < 0``, ``x`` elsewhere (ONNX PRelu-16).
 
     ``slope`` broadcasts *unidirectionally* to ``x``: the result has exactly ``x``'s shape.
@@ -183,8 +189,9 @@ def prelu(x: Array, slope: Array, /, *, out: Array | None = None) -> Any:
     bcast.BroadcastError: unidirectional: slope [2,2] has rank 2, more than X [2] ...
     """
     checked = check_operands("prelu", ("x", "slope"), (x, slope))
+    x, slope = checked.operands
     the_plan = _unidirectional(checked.lib.dims(x), checked.lib.dims(slope), ("X", "slope"))
-    return execute(
+    result: ArrayT = execute(
         "prelu",
         the_plan,
         _kernels.PRELU,
@@ -193,3 +200,4 @@ def prelu(x: Array, slope: Array, /, *, out: Array | None = None) -> Any:
         out=out,
         lib=checked.lib,
     )
+    return result

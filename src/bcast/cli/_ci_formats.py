@@ -1,0 +1,208 @@
+"""``bcast check --format sarif|github|html``: the findings as CI systems read them.
+
+- SARIF 2.1.0 (OASIS), as code-scanning tools (GitHub code scanning, GitLab, Azure DevOps)
+  take it: one run, a rule per finding kind, one result per finding, located in the model
+  file (physical location) and at the node (logical location ``model::node``).
+- GitHub Actions workflow commands: ``::error file=...,title=...::message``, one per
+  finding, shown as annotations on the run and the pull request.
+- A self-contained HTML page: a section per model, each finding with its aligned picture.
+
+Everything is built from the checker's `Report` values; nothing is decided here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from html import escape
+from typing import Any, Final
+
+import bcast
+from bcast.models import Finding, Report, Severity
+
+__all__ = ["FORMATS", "github_annotations", "html_report", "sarif_log"]
+
+FORMATS: Final = ("text", "json", "sarif", "github", "html")
+"""What ``bcast check --format`` takes."""
+
+Results = Sequence[tuple[str, "Report | str"]]
+
+_SARIF_LEVEL: Final = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+_GITHUB_LEVEL: Final = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFO: "notice",
+}
+_UNREADABLE: Final = "unreadable"
+_RULES: Final = {
+    "incompatible": "The inputs of a broadcasting node cannot broadcast.",
+    "conditional": "A node fails unless its symbolic or interval dims take certain values.",
+    "unidirectional": "An input must broadcast one way (Gemm C, PRelu slope) and does not.",
+    "size": "A broadcast output has more elements than --max-elements.",
+    "pdpd-default-axis": "A pdpd node without an axis: OpenVINO reads 0, the spec says -1.",
+    "axes-mapping-duplicates": "An explicit axes_mapping repeats an axis.",
+    "pdpd-trailing-ones": "PDPD trailing ones that OpenVINO's shape inference does not ignore.",
+    "pdpd-one-against-zero": "PDPD B=1 against A=0.",
+    "peer-rejects": "The model's own shape inference rejects the model.",
+    "not-checked": "A node bcast could not check.",
+    _UNREADABLE: "The model cannot be read.",
+}
+
+
+def _findings(results: Results) -> Iterator[tuple[str, Finding | str]]:
+    for path, result in results:
+        if isinstance(result, str):
+            yield path, result
+        else:
+            for finding in result.findings:
+                yield path, finding
+
+
+# -- SARIF ---------------------------------------------------------------------------------
+
+
+def sarif_log(results: Results) -> str:
+    """Return the findings as a SARIF 2.1.0 log (one JSON document).
+
+    >>> doc = json.loads(sarif_log([("m.onnx", "m.onnx: no such file")]))
+    >>> doc["version"], doc["runs"][0]["results"][0]["ruleId"]
+    ('2.1.0', 'unreadable')
+    """
+    kinds: list[str] = []
+    sarif_results: list[dict[str, Any]] = []
+    for path, item in _findings(results):
+        kind = _UNREADABLE if isinstance(item, str) else item.kind
+        if kind not in kinds:
+            kinds.append(kind)
+        sarif_results.append(_sarif_result(path, item, kinds.index(kind)))
+    rules = [
+        {
+            "id": kind,
+            "name": "".join(part.capitalize() for part in kind.split("-")),
+            "shortDescription": {"text": _RULES.get(kind, kind)},
+        }
+        for kind in kinds
+    ]
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "bcast",
+                        "version": bcast.__version__,
+                        "rules": rules,
+                    }
+                },
+                "results": sarif_results,
+                "columnKind": "unicodeCodePoints",
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False)
+
+
+def _sarif_result(path: str, item: Finding | str, rule_index: int) -> dict[str, Any]:
+    physical = {"artifactLocation": {"uri": _uri(path)}, "region": {"startLine": 1}}
+    if isinstance(item, str):
+        return {
+            "ruleId": _UNREADABLE,
+            "ruleIndex": rule_index,
+            "level": "error",
+            "message": {"text": item},
+            "locations": [{"physicalLocation": physical}],
+        }
+    text = item.reason
+    if item.picture:
+        text += "\n" + "\n".join(item.picture)
+    return {
+        "ruleId": item.kind,
+        "ruleIndex": rule_index,
+        "level": _SARIF_LEVEL[item.severity],
+        "message": {"text": text},
+        "locations": [
+            {
+                "physicalLocation": physical,
+                "logicalLocations": [
+                    {
+                        "name": item.node,
+                        "fullyQualifiedName": f"{path}::{item.node}",
+                        "kind": "member",
+                    }
+                ],
+                "message": {"text": f"node {item.node} ({item.op})"},
+            }
+        ],
+        "properties": {
+            "op": item.op,
+            "mode": item.mode,
+            "axis": item.axis,
+            "inputs": [{"name": n, "shape": str(s)} for n, s in item.inputs],
+        },
+    }
+
+
+def _uri(path: str) -> str:
+    """Write a path as a relative URI reference (code scanning resolves it in the repo)."""
+    return path.replace("\\", "/").replace(" ", "%20")
+
+
+# -- GitHub Actions ------------------------------------------------------------------------
+
+
+def github_annotations(results: Results) -> list[str]:
+    r"""Return one GitHub Actions workflow command per finding (``::error file=...::...``).
+
+    >>> github_annotations([("a,b.onnx", "a,b.onnx: no such file\nsecond line")])
+    ['::error file=a%2Cb.onnx,title=bcast unreadable::a,b.onnx: no such file%0Asecond line']
+    """
+    lines = []
+    for path, item in _findings(results):
+        if isinstance(item, str):
+            level, title, message = "error", f"bcast {_UNREADABLE}", item
+        else:
+            level = _GITHUB_LEVEL[item.severity]
+            title = f"bcast {item.kind}: {item.node} ({item.op})"
+            message = "\n".join([item.reason, *item.picture])
+        properties = f"file={_property(path)},title={_property(title)}"
+        lines.append(f"::{level} {properties}::{_data(message)}")
+    return lines
+
+
+def _data(text: str) -> str:
+    # The escapes of the Actions runner (toolkit/packages/core/src/command.ts).
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+# -- HTML ----------------------------------------------------------------------------------
+
+
+def html_report(results: Results, summary: dict[str, int]) -> str:
+    """Return a self-contained HTML page: a section per model, each finding's picture.
+
+    >>> page = html_report([("<m>.onnx", "<m>.onnx: no such file")], {"models": 1})
+    >>> "&lt;m&gt;.onnx" in page and "<m>" not in page
+    True
+    """
+    sections = []
+    for path, result in results:
+        if isinstance(result, str):
+            body = f'<p class="error">unreadable: {escape(result)}</p>'
+            sections.append(f"<section><h2>{escape(path)}</h2>{body}</section>")
+        else:
+            sections.append(f"<section>{result.to_html()}</section>")
+    counts = ", ".join(f"{escape(str(v))} {escape(k)}" for k, v in summary.items())
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f"<title>bcast check: {len(results)} model(s)</title>"
+        "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}"
+        "section{border-top:1px solid #ccc;padding-top:.5em}"
+        ".error{color:#c92a2a}</style></head><body>"
+        f"<h1>bcast check</h1><p>{counts}</p>{''.join(sections)}</body></html>"
+    )

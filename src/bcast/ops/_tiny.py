@@ -1,0 +1,160 @@
+"""The tiny fast path of the binary operators, and which kernel each one runs.
+
+Small NumPy work is one dictionary lookup and one quiet ufunc call (`tiny_path`); a NumPy
+array meeting a scalar that needs no check joins it. Everything else goes to the operator's
+full path in `bcast.ops._binary`, which checks, plans and explains.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import numpy as np
+
+from bcast import engine
+from bcast.engine import Kernel
+from bcast.engine import guard as _guard
+from bcast.ops import _kernels
+from bcast.ops._dtypes import FLOAT, SIGNATURES, fixed_output
+
+__all__ = ["kernel_for", "tiny_path"]
+
+_NDARRAY: Final = np.ndarray
+_DEFAULT_AXIS: Final = -1  # compared by identity: any other object takes the full path
+_NUMPY: Final = "numpy"  # the default of ``broadcast``, likewise
+_TINY_SIZE: Final = engine.TINY
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def kernel_for(op: str, names: list[str]) -> Kernel:
+    """Return the kernel of a binary operator for its operands' dtype names."""
+    if op == "div":
+        return _kernels.FLOAT_DIV if names[0] in FLOAT else _kernels.INT_DIV
+    if op == "pow":
+        if names[0] in FLOAT:
+            return _kernels.FLOAT_POW
+        return _kernels.INT_FLOAT_POW if names[1] in FLOAT else _kernels.INT_POW
+    return _kernels.BINARY[op]
+
+
+def _tiny_ufuncs(op: str) -> dict[np.dtype[Any], Any]:
+    """Map each NumPy dtype whose kernel for ``op`` (both operands of it) is one ufunc to it."""
+    sig = SIGNATURES[op]
+    found: dict[np.dtype[Any], Any] = {}
+    for name in sorted(sig.allowed[sig.inputs[0]]):
+        if name in ("string", "bfloat16"):
+            continue
+        ufunc = kernel_for(op, [name, name]).ufunc
+        if ufunc is not None:
+            found[np.dtype(name)] = ufunc
+    return found
+
+
+_TINY: Final = {
+    op: _tiny_ufuncs(op) if engine.quiet_run is not None else {}
+    for op in ("add", "sub", "mul", "div", "pow", "equal", "greater", "less", "and_", "or_", "xor")
+}
+_quiet_run: Any = engine.quiet_run
+
+
+# A Python int of these ranges fits every dtype of the kind, so no exact check is needed.
+_SMALL_INTS: Final = {"i": (-128, 127), "u": (0, 255), "f": (-65504, 65504), "c": (-65504, 65504)}
+
+
+def _tiny_scalar(x: Any, dtype: np.dtype[Any]) -> Any:
+    """Return a scalar operand as a 0-d array of ``dtype`` if that needs no check, else None.
+
+    A NumPy scalar of ``dtype``, a float meeting a float array, a small int, a bool meeting a
+    bool array: the array API rule gives them ``dtype`` at once. Anything else (an int that
+    may not fit, a kind that does not match) is left to the full path, which explains.
+    """
+    kind = type(x)
+    if kind is float:
+        fits = dtype.kind in "fc"
+    elif kind is int:
+        bounds = _SMALL_INTS.get(dtype.kind)
+        fits = bounds is not None and bounds[0] <= x <= bounds[1]
+    elif kind is bool:
+        fits = dtype.kind == "b"
+    else:
+        fits = kind is dtype.type
+    return np.asarray(x, dtype) if fits else None
+
+
+def _scalar_pair(a: Any, b: Any) -> tuple[Any, Any] | None:
+    """Return ``(a, b)`` with a scalar one as a 0-d array of the other's dtype, or None."""
+    if type(a) is _NDARRAY:
+        other = _tiny_scalar(b, a.dtype)
+        return None if other is None else (a, other)
+    if type(b) is _NDARRAY:
+        other = _tiny_scalar(a, b.dtype)
+        return None if other is None else (other, b)
+    return None
+
+
+def tiny_path(op: str) -> Callable[[_F], _F]:
+    """Give a binary operator the tiny fast path in front of its full path.
+
+    NumPy operands of one dtype whose kernel is one ufunc, the default multidirectional
+    broadcast (NumPy's own: the ufunc applies exactly the plan), a result too small for the
+    memory guard or for threads (or an ``out=`` of an operand's shape and the result's
+    dtype): one lookup and one quiet ufunc call. A NumPy array with a scalar that needs no
+    check (`_tiny_scalar`) takes it too. Anything else, shapes that do not broadcast
+    included, takes the operator's full path, which explains.
+    """
+    table = _TINY[op]
+    fixed = None if fixed_output(op) is None else np.dtype(fixed_output(op))
+
+    def decorate(full: _F) -> _F:
+        @functools.wraps(full)
+        def run(
+            a: Any,
+            b: Any,
+            /,
+            *,
+            broadcast: Any = _NUMPY,
+            axis: Any = _DEFAULT_AXIS,
+            out: Any = None,
+        ) -> Any:
+            if (
+                type(a) is _NDARRAY
+                and type(b) is _NDARRAY
+                and broadcast is _NUMPY
+                and axis is _DEFAULT_AXIS
+            ):
+                dt = a.dtype
+                ufunc = table.get(dt)
+                if ufunc is not None and b.dtype is dt and a.size * b.size <= _TINY_SIZE:
+                    if out is None:
+                        if _guard.small_fits or _guard.small_fits_here():
+                            try:
+                                result = _quiet_run(ufunc, a, b)
+                            except (ValueError, RuntimeError):
+                                pass  # no broadcast, or the quiet context is busy
+                            else:
+                                return result if type(result) is _NDARRAY else np.asarray(result)
+                    elif (
+                        type(out) is _NDARRAY
+                        and out.dtype is (fixed or dt)
+                        and (out.shape == a.shape or out.shape == b.shape)
+                    ):
+                        # out has the shape of an operand; the other one must broadcast to
+                        # it (else NumPy raises ValueError before writing), so it is the
+                        # result's shape. NumPy makes an out overlapping an operand safe.
+                        try:
+                            _quiet_run(ufunc, a, b, out)  # positional: no keyword dict
+                        except (ValueError, RuntimeError):
+                            pass  # no broadcast, read-only out, or a busy context
+                        else:
+                            return out
+            elif broadcast is _NUMPY and axis is _DEFAULT_AXIS and out is None:
+                pair = _scalar_pair(a, b)
+                if pair is not None:
+                    return run(*pair)
+            return full(a, b, broadcast=broadcast, axis=axis, out=out)
+
+        return run  # type: ignore[return-value]
+
+    return decorate
