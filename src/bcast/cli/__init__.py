@@ -14,6 +14,7 @@ import bcast
 
 from ._output import BcastGroup
 from .check_cmd import check
+from .domain_cmd import domain
 from .shapes import explain, shape
 from .verify_cmd import verify
 
@@ -50,3 +51,4 @@ main.add_command(shape)
 main.add_command(explain)
 main.add_command(check)
 main.add_command(verify)
+main.add_command(domain)

@@ -29,6 +29,7 @@ from bcast.models.graph import (
     bind_dims,
     bind_expressions,
 )
+from bcast.models.domain_solve import Record, collect_other, solve_domain
 from bcast.models.node_checks import check_node
 
 __all__ = ["DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"]
@@ -110,13 +111,22 @@ def check_graph(
     ['incompatible']
     """
     unchecked: list[Unchecked] = []
-    findings, _ = _walk(graph, dict(dims or {}), max_elements, progress, unchecked=unchecked)
+    records: list[Record] = []
+    findings, _ = _walk(
+        graph, dict(dims or {}), max_elements, progress, unchecked=unchecked, collect=records
+    )
+    domain = solve_domain(graph, records, bind_expressions(dict(dims or {}), graph.expressions))
+    if domain.empty_at and not any(f.severity is Severity.ERROR for f in findings):
+        at = domain.empty_at[-1]
+        reason = f"no input sizes make this model run: {domain.empty}"
+        findings.append(Finding(Severity.ERROR, "empty-domain", at.node, at.op, (), None, None, reason))
     return Report(
         graph.path,
         _count(graph),
         tuple(_unexplained_refusals(list(dict.fromkeys(findings)))),
         _count(graph, broadcasting=True),
         tuple(unchecked),
+        domain,
     )
 
 
@@ -169,6 +179,7 @@ def _walk(
     *,
     unchecked: list[Unchecked] | None = None,
     quiet: bool = False,
+    collect: list[Record] | None = None,
 ) -> tuple[list[Finding], dict[str, Shape]]:
     """Check ``graph``'s nodes, then the bodies they run.
 
@@ -194,13 +205,15 @@ def _walk(
                     why = _why_unknown(lost[0], producers, values)
                     unchecked.append(Unchecked(node.name, node.op, why))
             result, found = check_node(
-                node, graph, values, max_elements, targets=targets, quiet=quiet
+                node, graph, values, max_elements, targets=targets, quiet=quiet, collect=collect
             )
             findings.extend(found)
             if result is not None:
                 if graph.declared and peer:
                     findings.extend(_against_declared(node, result, peer[0]))
                 outputs = (result, *peer[1:])
+        elif collect is not None:  # MatMul, Concat, Reshape: what they need of the dims
+            collect_other(node, graph, values, collect)
         for index, name in enumerate(node.outputs):
             if name:
                 values[name] = outputs[index] if index < len(outputs) else Shape.dynamic()
