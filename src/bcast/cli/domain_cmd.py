@@ -1,4 +1,4 @@
-"""The ``bcast domain`` command: for which sizes of its input dims does a model run?
+"""The ``bcast domain`` command: the input sizes for which a model runs.
 
 It checks the model (`bcast.loading.check`) and renders the report's `Domain`: each input
 dim's sizes with the node that cuts them, the relations between dims, the torch.export
@@ -52,7 +52,11 @@ def domain(model: str, bindings: tuple[tuple[str, int], ...], as_json: bool) -> 
     except ModelError as err:
         _fail(model, one_line(str(err)), as_json)
     except Exception as err:  # a reader library failing on hostile input: still one line
-        _fail(model, one_line(f"{model}: cannot read the model ({type(err).__name__}: {err})"), as_json)
+        _fail(
+            model,
+            one_line(f"{model}: cannot read the model ({type(err).__name__}: {err})"),
+            as_json,
+        )
     found = report.domain
     failure = found.first_failure(dims) if dims else None
     unknown = [n for n in dims if found.dim(n) is None]
@@ -76,7 +80,9 @@ def domain(model: str, bindings: tuple[tuple[str, int], ...], as_json: bool) -> 
     else:
         _render(model, found.lines(), found.torch_lines(), found.openvino_shapes(), found)
         for name in unknown:
-            click.echo(f"bcast: warning: --dim {name}: the model has no input dim {name!r}", err=True)
+            click.echo(
+                f"bcast: warning: --dim {name}: the model has no input dim {name!r}", err=True
+            )
         if dims:
             point = ", ".join(f"{k}={v}" for k, v in dims.items())
             if failure is None:
@@ -90,9 +96,11 @@ def domain(model: str, bindings: tuple[tuple[str, int], ...], as_json: bool) -> 
 
 def _fail(model: str, message: str, as_json: bool) -> NoReturn:
     if as_json:
-        error = {"kind": "usage", "message": message, "summary": message, "reason": message}
-        error.update({"axis": None, "operand": None})
-        emit_json({"schema_version": 1, "path": model, "domain": None, "point": None, "error": error})
+        error: dict[str, object] = {"kind": "usage", "message": message, "summary": message}
+        error.update({"reason": message, "axis": None, "operand": None})
+        emit_json(
+            {"schema_version": 1, "path": model, "domain": None, "point": None, "error": error}
+        )
     else:
         click.echo(f"bcast: {message}", err=True)
     exit_with(ExitCode.USAGE)

@@ -17,6 +17,8 @@ from typing import Final
 
 from bcast.core.dim import intersect_dims
 from bcast.core.shape import Shape
+from bcast.models.domain_collect import Record, collect_other
+from bcast.models.domain_solve import solve_domain
 from bcast.models.graph import (
     Finding,
     Graph,
@@ -29,7 +31,6 @@ from bcast.models.graph import (
     bind_dims,
     bind_expressions,
 )
-from bcast.models.domain_solve import Record, collect_other, solve_domain
 from bcast.models.node_checks import check_node
 
 __all__ = ["DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"]
@@ -119,7 +120,9 @@ def check_graph(
     if domain.empty_at and not any(f.severity is Severity.ERROR for f in findings):
         at = domain.empty_at[-1]
         reason = f"no input sizes make this model run: {domain.empty}"
-        findings.append(Finding(Severity.ERROR, "empty-domain", at.node, at.op, (), None, None, reason))
+        findings.append(
+            Finding(Severity.ERROR, "empty-domain", at.node, at.op, (), None, None, reason)
+        )
     return Report(
         graph.path,
         _count(graph),

@@ -53,7 +53,10 @@ _LISTED: Final = 6  # single values written as a set up to this many
 
 
 def _normal(parts: list[tuple[int, int | None]]) -> Sizes:
-    parts = sorted((max(lo, 1), hi) for lo, hi in parts if hi is None or hi >= max(lo, 1))
+    parts = sorted(
+        ((max(lo, 1), hi) for lo, hi in parts if hi is None or hi >= max(lo, 1)),
+        key=lambda p: (p[0], p[1] is None, p[1] or 0),
+    )
     out: list[tuple[int, int | None]] = []
     for lo, hi in parts:
         if out and (out[-1][1] is None or out[-1][1] + 1 >= lo):
@@ -112,7 +115,10 @@ def values_text(sizes: Sizes) -> str:
     if all(lo == hi for lo, hi in sizes) and len(sizes) <= _LISTED:
         inner = ", ".join(str(lo) for lo, _ in sizes)
         return inner if len(sizes) == 1 else "{" + inner + "}"
-    return ", ".join(_interval_text(lo, hi) for lo, hi in sizes)
+    parts = [_interval_text(lo, hi) for lo, hi in sizes]
+    if len(parts) > _LISTED:  # a periodic set (``n*4`` a multiple of 32): the start and the end
+        parts = [*parts[:4], f"... ({len(parts)} intervals)", parts[-1]]
+    return ", ".join(parts)
 
 
 def _interval_text(lo: int, hi: int | None) -> str:
@@ -285,7 +291,7 @@ class Domain:
         }
 
     def lines(self) -> list[str]:
-        """The domain for people: one line per dim and per relation, with the nodes."""
+        """Return the domain for people: a line per dim and per relation, with the nodes."""
         if self.empty:
             return [f"no input sizes make this model run: {self.empty}"]
         width = max((len(d.name) for d in self.dims), default=0)
@@ -299,7 +305,7 @@ class Domain:
         return out
 
     def torch_lines(self) -> list[str]:
-        """The domain as torch.export ``Dim`` lines (``seq = Dim("seq", min=1, max=64)``)."""
+        """Return the domain as torch.export ``Dim`` lines (``seq = Dim("seq", max=64)``)."""
         equal = {m: r.dims[0] for r in self.relations if r.kind == "equal" for m in r.dims[1:]}
         out = []
         for d in self.dims:
@@ -314,14 +320,14 @@ class Domain:
             if len(d.sizes) == 1 and lo == hi:
                 out.append(f"{name} = {lo}  # static: None in dynamic_shapes, size {lo}")
                 continue
-            bounds = f', min={lo}' + ("" if hi is None else f", max={hi}")
+            bounds = f", min={lo}" + ("" if hi is None else f", max={hi}")
             note = "" if len(d.sizes) == 1 else f"  # only {d.text} run; a Dim cannot say it"
             out.append(f'{name} = Dim("{name}"{bounds}){note}')
         out.extend(f"# and: {r.text}" for r in self.relations if r.kind != "equal")
         return out
 
     def openvino_shapes(self) -> dict[str, str]:
-        """The inputs' partial shapes for OpenVINO's ``model.reshape`` (``[?,1..64]``)."""
+        """Return the inputs' partial shapes for OpenVINO's ``model.reshape`` (``[?,1..64]``)."""
         sizes = {d.name: d.sizes for d in self.dims}
         shapes = {}
         for name, shape in self.inputs:

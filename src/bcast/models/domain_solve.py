@@ -1,14 +1,13 @@
-"""Collect the requirements shape propagation finds and solve them into a `Domain` (issue 17).
+"""Solve the requirements shape propagation finds into a `Domain` (issue 17).
 
-The checker hands over, node by node in graph order, what it saw: each broadcast's plan
-with its "fails unless" conditions (`bcast.core.conditions.find_conditions`, every mode),
-and, from `collect_other`, the requirements of operators that carry dims through: MatMul's
-inner dims (exact) and batch dims (two-way), Concat's other axes (exact), a Reshape's element
-count against a constant target. Each becomes a `Requirement` decidable at any point, and a
-readable part of the domain:
+The checker hands over, node by node in graph order, what it saw (`bcast.models.domain_collect`):
+each broadcast's plan with its "fails unless" conditions, MatMul's, Concat's and Reshape's
+requirements. Each becomes a `Requirement` decidable at any point, and a readable part of
+the domain:
 
-- one free input dim: the sizes at which it holds, decided size by size (1 to 4096 or
-  more, as `find_conditions` searches; the last size decided stands for all larger ones);
+- an expression of one input dim (``Min(64, s41)``): the sizes at which it holds, decided
+  size by size (1 to 4096 or more, as `find_conditions` searches); where the last 64 sizes
+  agree, their verdict stands for all larger ones;
 - plain dims with static sizes: ``batch ∈ {1, 3}``, ``seq = 64``;
 - plain dims with each other: ``a = b`` (exact), ``a = b or either is 1`` (two-way),
   ``b = a or 1`` (one-way);
@@ -25,11 +24,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from bcast.core.conditions import SEARCHED, Condition, find_conditions, readable
+from bcast.core.conditions import SEARCHED, Condition, readable
 from bcast.core.dim import Dim, merge_dims, merge_into
-from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
-from bcast.core.planning import plan
 from bcast.core.plans import Plan
 from bcast.core.shape import Shape
 from bcast.models.domain import (
@@ -46,85 +43,17 @@ from bcast.models.domain import (
     intersect,
     union,
 )
-from bcast.models.graph import Graph, Node
+from bcast.models.domain_collect import NOT_COLLECTED, Record
+from bcast.models.graph import Graph
 
-__all__ = ["NOT_COLLECTED", "Record", "collect_other", "solve_domain"]
+__all__ = ["solve_domain"]
 
-Record = PlanRecord | ProductRecord
 Test = Callable[[Mapping[str, int]], bool | None]
 
-NOT_COLLECTED: Final = (
-    "If/Loop/Scan and function bodies",
-    "Slice, Gather and Pad bounds",
-    "Reshape targets computed in the graph, IR Reshape and MatMul (transpose attributes)",
-    "Conv/Pool spatial arithmetic unless the exporter wrote it as dim expressions",
-)
 _MOST: Final = 1 << 15
+_TAIL: Final = 64
 _ONE: Final[Sizes] = ((1, 1),)
 _ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
-
-
-# -- collection ----------------------------------------------------------------------------
-
-
-def collect_other(
-    node: Node, graph: Graph, values: Mapping[str, Shape], records: list[Record]
-) -> None:
-    """Record what a non-broadcasting node requires of the dims it carries.
-
-    MatMul's inner dims must be equal and its batch dims broadcast; Concat's inputs agree on
-    every axis but its own; a Reshape's element count matches a constant target (ONNX only:
-    the IR's MatMul and Reshape take attributes the reader does not keep).
-
-    Examples
-    --------
-    >>> from bcast.models import Graph, Node
-    >>> g = Graph("m.onnx", "onnx")
-    >>> records: list[Record] = []
-    >>> values = {"a": Shape.parse("[b,seq,K]"), "w": Shape.parse("[32,8]")}
-    >>> collect_other(Node("mm", "MatMul", ("a", "w"), ("y",)), g, values, records)
-    >>> [c.text for c in records[0].conditions]
-    ['fails unless K = 32 (axis 0 of A)']
-    """
-    inputs = [values.get(name, Shape.dynamic()) if name else Shape.dynamic() for name in node.inputs]
-    if any(s.rank is None for s in inputs) or graph.format != "onnx" and node.op != "Concat":
-        return
-    if node.op == "MatMul" and len(inputs) == 2 and inputs[0].rank and inputs[1].rank:
-        a, b = inputs[0].dims, inputs[1].dims
-        inner = b[-2] if len(b) >= 2 else b[0]
-        _record(node, graph, [Shape((a[-1],)), Shape((inner,))], Mode.NONE, records, ["A", "B"])
-        if len(a) > 2 or len(b) > 2:
-            batch = [Shape(a[:-2]), Shape(b[:-2] if len(b) >= 2 else ())]
-            _record(node, graph, batch, Mode.NUMPY, records, ["A", "B"])
-    elif node.op == "Concat" and len(inputs) > 1:
-        rank = inputs[0].rank
-        if rank is None or rank == 0 or any(s.rank != rank for s in inputs):
-            return
-        axis = node.axis % rank
-        rest = [Shape(s.dims[:axis] + s.dims[axis + 1 :]) for s in inputs]
-        _record(node, graph, rest, Mode.NONE, records, list(node.inputs), skip=axis)
-    elif node.op == "Reshape" and len(node.inputs) > 1:
-        target = graph.constants.get(node.inputs[1])
-        if target is not None and inputs[0].rank is not None:
-            records.append(ProductRecord(node.name, node.op, inputs[0], target))
-
-
-def _record(
-    node: Node,
-    graph: Graph,
-    shapes: Sequence[Shape],
-    mode: Mode,
-    records: list[Record],
-    names: Sequence[str],
-    skip: int | None = None,
-) -> None:
-    try:
-        p = plan(*shapes, mode=mode)
-    except BroadcastError as err:
-        records.append(PlanRecord(node.name, node.op, None, error=err.reason, axis=err.axis))
-        return
-    found = tuple(find_conditions(p, names, expressions=graph.expressions))
-    records.append(PlanRecord(node.name, node.op, p, found, axis=skip))
 
 
 # -- requirements --------------------------------------------------------------------------
@@ -147,7 +76,7 @@ class _Dims:
         self.inputs = frozenset(self.names)
 
     def symbols(self, dim: Dim) -> frozenset[str] | None:
-        """The input dims ``dim`` is a function of; None when it is not one (``?``, ``unk__1``)."""
+        """Return the input dims ``dim`` is a function of; None where it is none's (``unk__1``)."""
         if dim.is_static:
             return frozenset()
         if dim.name is None:
@@ -165,7 +94,7 @@ class _Dims:
 
 
 def _column(p: Plan, axis: int) -> list[tuple[int, Dim]]:
-    column = []
+    column: list[tuple[int, Dim]] = []
     for k, (shape, axes) in enumerate(zip(p.shapes, p.alignment, strict=True)):
         if axes is None or shape.rank is None:
             continue
@@ -219,18 +148,18 @@ def _product_test(dims: _Dims, data: Shape, target: tuple[int, ...]) -> Test:
 
 
 def _search(test: Test, symbol: str, constants: Sequence[int]) -> Sizes:
-    """Decide ``test`` size by size; the last size decided stands for all larger ones."""
+    """Decide ``test`` size by size up to a bound past the constants.
+
+    Where the last `_TAIL` sizes decided agree, that verdict stands for all larger sizes;
+    otherwise (a periodic set) the sizes stop at the bound (`Domain.first_failure` still
+    decides any point exactly).
+    """
     top = min(max(SEARCHED, 2 * max((abs(c) for c in constants), default=0) + 64), _MOST)
-    allowed: list[tuple[int, int | None]] = []
-    last = True
-    for value in range(1, top + 1):
-        ok = test({symbol: value})
-        last = ok is not False
-        if last:
-            allowed.append((value, value))
-    if last and allowed:
+    verdicts = [test({symbol: value}) is not False for value in range(1, top + 1)]
+    allowed: list[tuple[int, int | None]] = [(v, v) for v, ok in enumerate(verdicts, start=1) if ok]
+    if all(verdicts[-_TAIL:]):
         allowed.append((top, None))
-    return union((), tuple(allowed)) if allowed else ()
+    return union((), tuple(allowed))
 
 
 # -- solving -------------------------------------------------------------------------------
@@ -297,14 +226,14 @@ def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, in
 
     Examples
     --------
-    >>> from bcast.core.planning import plan
-from bcast.core.plans import Plan
-    >>> from bcast.core.conditions import find_conditions
-    >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[h,w]"), "y": Shape.parse("[32,w]")})
-    >>> p = plan(Shape.parse("[h,w]"), Shape.parse("[32,w]"), mode="none")
-    >>> rec = PlanRecord("add", "Add", p, tuple(find_conditions(p, ["x", "y"])))
-    >>> [(d.name, d.text) for d in solve_domain(g, [rec], {}).dims]
-    [('h', '32'), ('w', 'any')]
+        >>> from bcast.core.planning import plan
+        >>> from bcast.core.conditions import find_conditions
+        >>> shapes = {"x": Shape.parse("[h,w]"), "y": Shape.parse("[32,w]")}
+    >>> g = Graph("m.onnx", "onnx", shapes=shapes)
+        >>> p = plan(Shape.parse("[h,w]"), Shape.parse("[32,w]"), mode="none")
+        >>> rec = PlanRecord("add", "Add", p, tuple(find_conditions(p, ["x", "y"])))
+        >>> [(d.name, d.text) for d in solve_domain(g, [rec], {}).dims]
+        [('h', '32'), ('w', 'any')]
     """
     dims = _Dims(graph, bound)
     solver = _Solver(dims.names)
@@ -312,17 +241,20 @@ from bcast.core.plans import Plan
     others: list[Relation] = []
     requirements: list[Requirement] = []
     failed: list[Imposed] = []
+    searched: dict[object, Sizes] = {}
     for record in records:
         if isinstance(record, ProductRecord):
             _product(dims, record, solver, others, requirements, failed)
             continue
         if record.plan is None:
-            at = Imposed(record.node, record.op, record.axis, readable(record.error, dims.expressions))
+            at = Imposed(
+                record.node, record.op, record.axis, readable(record.error, dims.expressions)
+            )
             failed.append(at)
             requirements.append(Requirement(at, frozenset(), lambda _: False))
             continue
         for cond in record.conditions:
-            _condition(dims, record, cond, solver, relations, others, requirements)
+            _condition(dims, record, cond, solver, relations, others, requirements, searched)
     changed, rounds = True, 0
     while changed and rounds < 100:
         changed, rounds = False, rounds + 1
@@ -339,6 +271,7 @@ def _condition(
     relations: list[tuple[str, str, str, Imposed]],
     others: list[Relation],
     requirements: list[Requirement],
+    searched: dict[object, Sizes],
 ) -> None:
     assert record.plan is not None
     axis = cond.axis if record.axis is None or cond.axis < record.axis else cond.axis + 1
@@ -352,12 +285,19 @@ def _condition(
     if not free:
         return
     exprs = any(d.name in dims.expressions for _, d, s in kept if s)
-    if len(free) == 1:
+    if exprs and len(free) == 1:
         (symbol,) = free
-        constants = [c for _, d, s in kept if s and d.name in dims.expressions
-                     for c in dims.expressions[d.name].constants]
-        constants += [d.lo for _, d, s in kept if s is not None and d.is_static]
-        solver.cut(symbol, _search(test, symbol, constants), by)
+        key = (mode, tuple((k, d) for k, d, s in kept if s is not None))
+        if key not in searched:  # a model repeats its columns in every layer
+            constants = [
+                c
+                for _, d, s in kept
+                if s and d.name in dims.expressions
+                for c in dims.expressions[d.name].constants
+            ]
+            constants += [d.lo for _, d, s in kept if s is not None and d.is_static]
+            searched[key] = _search(test, symbol, constants)
+        solver.cut(symbol, searched[key], by)
     elif exprs:
         text = cond.text.removeprefix("fails unless ")
         others.append(Relation("holds", tuple(sorted(free)), text, (by,)))
@@ -396,12 +336,12 @@ def _plain(
         for name in named:
             solver.cut(name, allowed, by)
         return
-    for i, a in enumerate(named):
-        for b in named[i + 1 :]:
+    for i, first in enumerate(named):
+        for second in named[i + 1 :]:
             if mode is Mode.NONE:
-                solver.join(a, b, by)
+                solver.join(first, second, by)
             else:
-                relations.append(("or1", a, b, by))
+                relations.append(("or1", first, second, by))
 
 
 def _product(
@@ -441,7 +381,9 @@ def _product(
         (symbol,) = free
         solver.cut(symbol, _search(test, symbol, [wanted, statics]), by)
     else:
-        others.append(Relation("holds", tuple(sorted(free)), f"{shown} must {verb} {wanted}", (by,)))
+        others.append(
+            Relation("holds", tuple(sorted(free)), f"{shown} must {verb} {wanted}", (by,))
+        )
 
 
 def _domain(
@@ -453,8 +395,10 @@ def _domain(
     requirements: list[Requirement],
     failed: list[Imposed],
 ) -> Domain:
-    out = [DimDomain(n, solver.sizes[solver.find(n)], tuple(solver.cuts[solver.find(n)]))
-           for n in dims.names]
+    out = [
+        DimDomain(n, solver.sizes[solver.find(n)], tuple(solver.cuts[solver.find(n)]))
+        for n in dims.names
+    ]
     parts: list[Relation] = []
     classes: dict[str, list[str]] = {}
     for n in dims.names:
@@ -464,16 +408,18 @@ def _domain(
             by = tuple(dict.fromkeys(i for a, _, i in solver.joins if a in members))
             parts.append(Relation("equal", tuple(members), " = ".join(members), by))
     seen = set()
-    for kind, a, b, by in relations:
+    for kind, a, b, imposed in relations:
         ra, rb = solver.find(a), solver.find(b)
         da, db = solver.sizes[ra], solver.sizes[rb]
         if ra == rb or db == _ONE or (kind == "or1" and da == _ONE) or (ra, rb, kind) in seen:
             continue
         seen.add((ra, rb, kind))
         if kind == "or1":
-            parts.append(Relation("equal-or-1", (ra, rb), f"{rb} = {ra} or either is 1", (by,)))
+            parts.append(
+                Relation("equal-or-1", (ra, rb), f"{rb} = {ra} or either is 1", (imposed,))
+            )
         else:
-            parts.append(Relation("one-or-equal", (rb, ra), f"{rb} = {ra} or 1", (by,)))
+            parts.append(Relation("one-or-equal", (rb, ra), f"{rb} = {ra} or 1", (imposed,)))
     empty = ""
     at: tuple[Imposed, ...] = ()
     if failed:
