@@ -14,6 +14,7 @@ import bcast
 
 from ._output import BcastGroup
 from .check_cmd import check, check_skeleton
+from .domain_cmd import domain
 from .shapes import explain, explain_skeleton, shape, shape_skeleton
 from .verify_cmd import verify, verify_skeleton
 
@@ -54,6 +55,7 @@ main.add_command(shape)
 main.add_command(explain)
 main.add_command(check)
 main.add_command(verify)
+main.add_command(domain)
 BcastGroup.json_skeletons.update(
     shape=shape_skeleton, explain=explain_skeleton, check=check_skeleton, verify=verify_skeleton
 )

@@ -17,6 +17,8 @@ from typing import Final
 
 from bcast.core.dim import intersect_dims
 from bcast.core.shape import Shape
+from bcast.models.domain_collect import Record, collect_other
+from bcast.models.domain_solve import solve_domain
 from bcast.models.graph import (
     Finding,
     Graph,
@@ -110,13 +112,24 @@ def check_graph(
     ['incompatible']
     """
     unchecked: list[Unchecked] = []
-    findings, _ = _walk(graph, dict(dims or {}), max_elements, progress, unchecked=unchecked)
+    records: list[Record] = []
+    findings, _ = _walk(
+        graph, dict(dims or {}), max_elements, progress, unchecked=unchecked, collect=records
+    )
+    domain = solve_domain(graph, records, bind_expressions(dict(dims or {}), graph.expressions))
+    if domain.empty_at and not any(f.severity is Severity.ERROR for f in findings):
+        at = domain.empty_at[-1]
+        reason = f"no input sizes make this model run: {domain.empty}"
+        findings.append(
+            Finding(Severity.ERROR, "empty-domain", at.node, at.op, (), None, None, reason)
+        )
     return Report(
         graph.path,
         _count(graph),
         tuple(_unexplained_refusals(list(dict.fromkeys(findings)))),
         _count(graph, broadcasting=True),
         tuple(unchecked),
+        domain,
     )
 
 
@@ -176,6 +189,7 @@ def _walk(
     *,
     unchecked: list[Unchecked] | None = None,
     quiet: bool = False,
+    collect: list[Record] | None = None,
 ) -> tuple[list[Finding], dict[str, Shape]]:
     """Check ``graph``'s nodes, then the bodies they run.
 
@@ -202,7 +216,7 @@ def _walk(
                     why = _why_unknown(lost[0], producers, values, failed)
                     unchecked.append(Unchecked(node.name, node.op, why))
             result, found = check_node(
-                node, graph, values, max_elements, targets=targets, quiet=quiet
+                node, graph, values, max_elements, targets=targets, quiet=quiet, collect=collect
             )
             findings.extend(found)
             if any(f.severity is Severity.ERROR for f in found):
@@ -211,6 +225,8 @@ def _walk(
                 if graph.declared and peer:
                     findings.extend(_against_declared(node, result, peer[0]))
                 outputs = (result, *peer[1:])
+        elif collect is not None:  # MatMul, Concat, Reshape: what they need of the dims
+            collect_other(node, graph, values, collect)
         for index, name in enumerate(node.outputs):
             if name:
                 values[name] = outputs[index] if index < len(outputs) else Shape.dynamic()

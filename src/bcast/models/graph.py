@@ -16,6 +16,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
+from bcast.models.domain import Domain
 
 __all__ = [
     "Finding",
@@ -84,7 +85,7 @@ class Node:
     mode : Mode or None
         OpenVINO ``auto_broadcast`` / Broadcast mode (element-wise, Select, Broadcast).
     axis : int
-        The PDPD axis as the peer reads it.
+        The PDPD axis as the peer reads it; a Concat's axis.
     axis_written : bool
         False when a ``pdpd`` node has no axis attribute in the file (OpenVINO reads 0).
     axes_mapping : tuple of int or None
@@ -247,6 +248,7 @@ class Report:
 
     ``broadcasting`` counts the broadcasting nodes; ``unchecked`` names those whose operand
     shapes could not be determined (an operand of unknown rank), with the reason.
+    ``domain`` is the sizes of the input dims for which the model runs (`Domain`).
     """
 
     path: str
@@ -254,6 +256,7 @@ class Report:
     findings: tuple[Finding, ...]
     broadcasting: int = 0
     unchecked: tuple[Unchecked, ...] = ()
+    domain: Domain = field(default_factory=Domain, compare=False)
 
     @property
     def failed(self) -> bool:

@@ -18,6 +18,7 @@ from bcast.core.picture import format_alignment
 from bcast.core.planning import plan
 from bcast.core.shape import Shape
 from bcast.models.channel_checks import check_prelu_channel
+from bcast.models.domain import PlanRecord, ProductRecord
 from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 from bcast.models.pictures import error_picture, operand_label, upper_size
 
@@ -33,6 +34,7 @@ class _Context:
     targets: Mapping[str, Shape]
     findings: list[Finding] = field(default_factory=list)
     quiet: bool = False  # shapes only: no findings, no conditions, no pictures
+    collect: list[PlanRecord | ProductRecord] | None = None  # for the domain (issue 17)
 
     def shape(self, index: int) -> Shape:
         names = self.node.inputs
@@ -79,6 +81,7 @@ def check_node(
     *,
     targets: Mapping[str, Shape] | None = None,
     quiet: bool = False,
+    collect: list[PlanRecord | ProductRecord] | None = None,
 ) -> tuple[Shape | None, list[Finding]]:
     """Check one broadcasting node; return its output shape (None: not decided) and findings.
 
@@ -86,9 +89,10 @@ def check_node(
     ``targets`` holds the values of shape tensors computed in the graph (symbols bound),
     for Expand targets that are not constants; it defaults to ``graph.shape_values``.
     ``quiet`` computes the output shape only (no findings): shape propagation's mode.
+    ``collect`` receives each reported broadcast's plan and conditions (`bcast.models.domain`).
     """
     shape_values = graph.shape_values if targets is None else targets
-    ctx = _Context(node, graph, values, max_elements, shape_values, quiet=quiet)
+    ctx = _Context(node, graph, values, max_elements, shape_values, quiet=quiet, collect=collect)
     return _dispatch(ctx), ctx.findings
 
 
@@ -148,6 +152,10 @@ def _apply(
     try:
         p = plan(*shapes, mode=mode, axis=axis, axes_mapping=axes_mapping, labels=roles)
     except BroadcastError as err:
+        if report and ctx.collect is not None:
+            ctx.collect.append(
+                PlanRecord(ctx.node.name, ctx.node.op, None, error=err.reason, axis=err.axis)
+            )
         if report:
             ctx.add(
                 severity,
@@ -162,7 +170,10 @@ def _apply(
     if not report:
         return p.output
     rank, exprs = p.output.rank, ctx.graph.expressions
-    for found in find_conditions(p, names, expressions=exprs):
+    conditions = find_conditions(p, names, expressions=exprs)
+    if ctx.collect is not None:
+        ctx.collect.append(PlanRecord(ctx.node.name, ctx.node.op, p, tuple(conditions)))
+    for found in conditions:
         out_axis, drawn = found.axis, [shown(s, exprs) for s in p.shapes]
         picture = format_alignment(
             drawn, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis

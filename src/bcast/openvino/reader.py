@@ -412,6 +412,8 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
         rule = Rule.BROADCAST
         if mode is Mode.EXPLICIT and len(node.inputs) > 2:
             fields["axes_mapping"] = graph.constants.get(node.inputs[2])
+    elif layer.type == "Concat" and _is_int(data.get("axis", "0")):  # for the domain
+        return Node(**fields, axis=int(data.get("axis", "0")))
     elif layer.type in ("PReLU", "PRelu"):  # the slope per channel where it fits (core/channels.py)
         return Node(**fields, rule=Rule.PRELU_CHANNEL)
     else:

@@ -1,0 +1,123 @@
+"""The ``bcast domain`` command: the input sizes for which a model runs.
+
+It checks the model (`bcast.loading.check`) and renders the report's `Domain`: each input
+dim's sizes with the node that cuts them, the relations between dims, the torch.export
+``Dim`` lines and the OpenVINO ``model.reshape`` partial shapes. It contains no rule.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+import click
+
+from bcast.loading import check as check_model
+from bcast.models import ModelError
+
+from ._model_options import dim_option, dims_of_bindings, one_line
+from ._output import ExitCode, emit_json, exit_with
+
+__all__ = ["domain"]
+
+
+@click.command(
+    "domain",
+    epilog="""\b
+Examples:
+  bcast domain model.onnx
+  bcast domain model.onnx --dim seq=65
+  bcast domain model.xml --json""",
+)
+@click.argument("model", metavar="MODEL")
+@dim_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def domain(model: str, bindings: tuple[tuple[str, int], ...], as_json: bool) -> None:
+    """Say for which sizes of its input dims a model runs, and which node imposes each part.
+
+    Every condition that shape propagation finds (broadcasts of every mode, MatMul inner
+    and batch dims, Concat's other axes, Reshape element counts against constant targets)
+    is solved into sizes per input dim and relations between dims. Also printed: the
+    torch.export Dim lines and the OpenVINO model.reshape partial shapes that say it.
+
+    With --dim values, says whether that point is inside the domain and, when it is not,
+    the first node that fails there.
+
+    Exit status: 0 the model runs (at the --dim point), 1 it runs for no sizes (or not at
+    the --dim point), 2 unreadable input.
+    """
+    dims = dims_of_bindings(bindings)
+    try:
+        report = check_model(model)
+    except ModelError as err:
+        _fail(model, one_line(str(err)), as_json)
+    except Exception as err:  # a reader library failing on hostile input: still one line
+        _fail(
+            model,
+            one_line(f"{model}: cannot read the model ({type(err).__name__}: {err})"),
+            as_json,
+        )
+    found = report.domain
+    failure = found.first_failure(dims) if dims else None
+    unknown = [n for n in dims if found.dim(n) is None]
+    if as_json:
+        emit_json(
+            {
+                "schema_version": 1,
+                "path": model,
+                "domain": found.to_json(),
+                "point": {
+                    "dims": dims,
+                    "inside": failure is None,
+                    "fails_at": None if failure is None else failure.to_json(),
+                    "unknown_dims": unknown,
+                }
+                if dims
+                else None,
+                "error": None,
+            }
+        )
+    else:
+        _render(model, found.lines(), found.torch_lines(), found.openvino_shapes(), found)
+        for name in unknown:
+            click.echo(
+                f"bcast: warning: --dim {name}: the model has no input dim {name!r}", err=True
+            )
+        if dims:
+            point = ", ".join(f"{k}={v}" for k, v in dims.items())
+            if failure is None:
+                click.echo(f"\nat {point}: inside the domain")
+            else:
+                click.echo(f"\nat {point}: fails first at {failure}: {failure.reason}")
+    if found.is_empty or failure is not None:
+        exit_with(ExitCode.FINDINGS)
+    exit_with(ExitCode.OK)
+
+
+def _fail(model: str, message: str, as_json: bool) -> NoReturn:
+    if as_json:
+        error: dict[str, object] = {"kind": "usage", "message": message, "summary": message}
+        error.update({"reason": message, "axis": None, "operand": None})
+        emit_json(
+            {"schema_version": 1, "path": model, "domain": None, "point": None, "error": error}
+        )
+    else:
+        click.echo(f"bcast: {message}", err=True)
+    exit_with(ExitCode.USAGE)
+
+
+def _render(
+    model: str, lines: list[str], torch: list[str], shapes: dict[str, str], found: Any
+) -> None:
+    click.echo(f"{model}: the model runs for")
+    for line in lines or ["(no symbolic input dims)"]:
+        click.echo(f"  {line}")
+    if found.is_empty:
+        return
+    click.echo("\ntorch.export:")
+    for line in torch:
+        click.echo(f"  {line}")
+    if shapes:
+        click.echo("\nOpenVINO:")
+        click.echo(f"  model.reshape({json.dumps(shapes)})")
+    click.echo("\nnot collected: " + "; ".join(found.not_collected))

@@ -1,0 +1,356 @@
+"""The validity domain of a model: for which sizes of its input dims it runs (issue 17).
+
+These are the values only: sets of sizes (`Sizes`, unions of closed intervals of integers
+from 1), what a node imposes (`Imposed`), the domain of one input dim (`DimDomain`), a
+relation between dims (`Relation`) and the whole `Domain`, with its JSON form and its hand-back
+to the tools users export with (torch.export ``Dim`` lines, OpenVINO ``model.reshape`` partial
+shapes). `bcast.models.domain_solve` collects the requirements and solves them.
+
+Sizes start at 1: a dim of 0 (an empty tensor) is out of the domain's scope.
+
+Examples
+--------
+>>> values_text(((1, 64),)), values_text(ANY), values_text(((1, 1), (32, 32)))
+('1..64', 'any', '{1, 32}')
+>>> values_text(intersect(((1, 64),), ((32, None),)))
+'32..64'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from bcast.core.conditions import Condition
+from bcast.core.plans import Plan
+from bcast.core.shape import Shape
+
+__all__ = [
+    "ANY",
+    "NONE",
+    "DimDomain",
+    "Domain",
+    "Imposed",
+    "PlanRecord",
+    "ProductRecord",
+    "Relation",
+    "Requirement",
+    "Sizes",
+    "contains",
+    "intersect",
+    "python_name",
+    "union",
+    "values_text",
+]
+
+Sizes = tuple[tuple[int, int | None], ...]
+"""Sorted, disjoint, non-adjacent closed intervals ``(lo, hi)``; ``hi`` None: unbounded."""
+ANY: Final[Sizes] = ((1, None),)
+NONE: Final[Sizes] = ()
+_LISTED: Final = 6  # single values written as a set up to this many
+
+
+def _normal(parts: list[tuple[int, int | None]]) -> Sizes:
+    parts = sorted(
+        ((max(lo, 1), hi) for lo, hi in parts if hi is None or hi >= max(lo, 1)),
+        key=lambda p: (p[0], p[1] is None, p[1] or 0),
+    )
+    out: list[tuple[int, int | None]] = []
+    for lo, hi in parts:
+        if out and (out[-1][1] is None or out[-1][1] + 1 >= lo):
+            last_lo, last_hi = out[-1]
+            top = None if last_hi is None or hi is None else max(last_hi, hi)
+            out[-1] = (last_lo, top)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def intersect(a: Sizes, b: Sizes) -> Sizes:
+    """Return the sizes in both ``a`` and ``b``.
+
+    >>> intersect(((1, 1), (4, 10)), ((3, 5),))
+    ((4, 5),)
+    """
+    parts: list[tuple[int, int | None]] = []
+    for alo, ahi in a:
+        for blo, bhi in b:
+            lo = max(alo, blo)
+            hi = bhi if ahi is None else ahi if bhi is None else min(ahi, bhi)
+            if hi is None or hi >= lo:
+                parts.append((lo, hi))
+    return _normal(parts)
+
+
+def union(a: Sizes, b: Sizes) -> Sizes:
+    """Return the sizes in ``a`` or ``b``.
+
+    >>> union(((1, 1),), ((2, 5),))
+    ((1, 5),)
+    """
+    return _normal([*a, *b])
+
+
+def contains(sizes: Sizes, value: int) -> bool:
+    """Tell whether ``value`` is one of ``sizes``.
+
+    >>> contains(((1, 64),), 65), contains(ANY, 10**9)
+    (False, True)
+    """
+    return any(lo <= value and (hi is None or value <= hi) for lo, hi in sizes)
+
+
+def values_text(sizes: Sizes) -> str:
+    """Write ``sizes`` for people: ``any``, ``32``, ``1..64``, ``{1, 32}``, ``none``.
+
+    >>> values_text(((2, None),)), values_text(((1, 1), (8, 16)))
+    ('2..', '1, 8..16')
+    """
+    if not sizes:
+        return "none"
+    if sizes == ANY:
+        return "any"
+    if all(lo == hi for lo, hi in sizes) and len(sizes) <= _LISTED:
+        inner = ", ".join(str(lo) for lo, _ in sizes)
+        return inner if len(sizes) == 1 else "{" + inner + "}"
+    parts = [_interval_text(lo, hi) for lo, hi in sizes]
+    if len(parts) > _LISTED:  # a periodic set (``n*4`` a multiple of 32): the start and the end
+        parts = [*parts[:4], f"... ({len(parts)} intervals)", parts[-1]]
+    return ", ".join(parts)
+
+
+def _interval_text(lo: int, hi: int | None) -> str:
+    if hi is None:
+        return f"{lo}.."
+    return str(lo) if lo == hi else f"{lo}..{hi}"
+
+
+@dataclass(frozen=True, slots=True)
+class Imposed:
+    """A node that imposes part of the domain, and what it requires (the checker's words)."""
+
+    node: str
+    op: str
+    axis: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = "" if self.axis is None else f", axis {self.axis}"
+        return f"{self.node} ({self.op}{where})"
+
+    def to_json(self) -> dict[str, object]:
+        """Return plain JSON data."""
+        return {"node": self.node, "op": self.op, "axis": self.axis, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class DimDomain:
+    """The sizes one input dim may take, and the nodes that cut them."""
+
+    name: str
+    sizes: Sizes
+    imposed: tuple[Imposed, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The sizes written for people (`values_text`)."""
+        return values_text(self.sizes)
+
+    def to_json(self) -> dict[str, object]:
+        """Return plain JSON data: intervals as ``[lo, hi]`` (``hi`` null: unbounded)."""
+        return {
+            "name": self.name,
+            "values": self.text,
+            "intervals": [[lo, hi] for lo, hi in self.sizes],
+            "imposed_by": [i.to_json() for i in self.imposed],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A requirement between dims that their own sizes do not say.
+
+    ``kind``: ``equal`` (``a = b``), ``equal-or-1`` (two-way: equal unless one is 1),
+    ``one-or-equal`` (one-way: ``dims[0]`` is 1 or equals ``dims[1]``) or ``holds`` (any
+    other requirement, said in the expressions' text).
+    """
+
+    kind: str
+    dims: tuple[str, ...]
+    text: str
+    imposed: tuple[Imposed, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        """Return plain JSON data."""
+        return {
+            "kind": self.kind,
+            "dims": list(self.dims),
+            "text": self.text,
+            "imposed_by": [i.to_json() for i in self.imposed],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One requirement, decidable at a point: ``test`` gives True, False or None (undecided)."""
+
+    imposed: Imposed
+    symbols: frozenset[str]
+    test: Callable[[Mapping[str, int]], bool | None] = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRecord:
+    """What the checker saw at one broadcast: the plan and its conditions, or its error."""
+
+    node: str
+    op: str
+    plan: Plan | None
+    conditions: tuple[Condition, ...] = ()
+    error: str = ""
+    axis: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProductRecord:
+    """A Reshape with a constant target: the element counts must agree."""
+
+    node: str
+    op: str
+    data: Shape
+    target: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """For which sizes of its input dims a model runs, with the node imposing each part.
+
+    Attributes
+    ----------
+    dims : tuple of DimDomain
+        Every input dim, in the order the inputs name them (``any`` where nothing cuts it).
+    relations : tuple of Relation
+        Requirements between dims (``height = width``, ``kv = seq or 1``).
+    empty : str
+        Why no input sizes make the model run; ``""`` when some do.
+    inputs : tuple of (str, Shape)
+        The model's inputs with symbolic dims, for the OpenVINO partial shapes.
+    requirements : tuple of Requirement
+        Every requirement collected, in graph order: `first_failure` decides a point by them.
+    not_collected : tuple of str
+        What the collection leaves out (said in ``bcast domain``'s output).
+    empty_at : tuple of Imposed
+        Where the domain is empty: the nodes whose requirements leave no size.
+    """
+
+    dims: tuple[DimDomain, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    empty: str = ""
+    inputs: tuple[tuple[str, Shape], ...] = ()
+    requirements: tuple[Requirement, ...] = field(default=(), compare=False)
+    not_collected: tuple[str, ...] = ()
+    empty_at: tuple[Imposed, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no input sizes make the model run."""
+        return bool(self.empty)
+
+    def dim(self, name: str) -> DimDomain | None:
+        """Return the domain of the input dim ``name`` (None: the model has no such dim)."""
+        return next((d for d in self.dims if d.name == name), None)
+
+    def first_failure(self, bindings: Mapping[str, int]) -> Imposed | None:
+        """Return the first node (in graph order) that fails at ``bindings``; None if none does.
+
+        Requirements on dims left unbound are not decided.
+
+        >>> r = Requirement(Imposed("add", "Add", 1, "s <= 64"), frozenset({"s"}),
+        ...                 lambda b: b["s"] <= 64 if "s" in b else None)
+        >>> d = Domain(requirements=(r,))
+        >>> str(d.first_failure({"s": 65})), d.first_failure({"s": 3}), d.first_failure({})
+        ('add (Add, axis 1)', None, None)
+        """
+        for requirement in self.requirements:
+            if requirement.test(bindings) is False:
+                return requirement.imposed
+        return None
+
+    def to_json(self) -> dict[str, object]:
+        """Return the domain as plain JSON data."""
+        return {
+            "empty": self.is_empty,
+            "empty_reason": self.empty or None,
+            "dims": [d.to_json() for d in self.dims],
+            "relations": [r.to_json() for r in self.relations],
+            "torch_export": self.torch_lines(),
+            "openvino_reshape": self.openvino_shapes(),
+            "not_collected": list(self.not_collected),
+        }
+
+    def lines(self) -> list[str]:
+        """Return the domain for people: a line per dim and per relation, with the nodes."""
+        if self.empty:
+            return [f"no input sizes make this model run: {self.empty}"]
+        width = max((len(d.name) for d in self.dims), default=0)
+        out = []
+        for d in self.dims:
+            by = "; ".join(f"{i}: {i.reason}" for i in d.imposed)
+            out.append(f"{d.name.ljust(width)}  {d.text}" + (f"    <- {by}" if by else ""))
+        for r in self.relations:
+            by = "; ".join(f"{i}: {i.reason}" for i in r.imposed)
+            out.append(f"{r.text}" + (f"    <- {by}" if by else ""))
+        return out
+
+    def torch_lines(self) -> list[str]:
+        """Return the domain as torch.export ``Dim`` lines (``seq = Dim("seq", max=64)``)."""
+        equal = {m: r.dims[0] for r in self.relations if r.kind == "equal" for m in r.dims[1:]}
+        out = []
+        for d in self.dims:
+            name = python_name(d.name)
+            if d.name in equal:
+                out.append(f"{name} = {python_name(equal[d.name])}")
+                continue
+            if not d.sizes:
+                out.append(f"# {name}: no size runs")
+                continue
+            lo, hi = d.sizes[0][0], d.sizes[-1][1]
+            if len(d.sizes) == 1 and lo == hi:
+                out.append(f"{name} = {lo}  # static: None in dynamic_shapes, size {lo}")
+                continue
+            bounds = f", min={lo}" + ("" if hi is None else f", max={hi}")
+            note = "" if len(d.sizes) == 1 else f"  # only {d.text} run; a Dim cannot say it"
+            out.append(f'{name} = Dim("{name}"{bounds}){note}')
+        out.extend(f"# and: {r.text}" for r in self.relations if r.kind != "equal")
+        return out
+
+    def openvino_shapes(self) -> dict[str, str]:
+        """Return the inputs' partial shapes for OpenVINO's ``model.reshape`` (``[?,1..64]``)."""
+        sizes = {d.name: d.sizes for d in self.dims}
+        shapes = {}
+        for name, shape in self.inputs:
+            if shape.rank is None:
+                continue
+            texts = []
+            for dim in shape.dims:
+                found = sizes.get(dim.name) if dim.name is not None else None
+                if found is None:
+                    texts.append("?" if dim.name is not None else str(dim))
+                elif not found or found == ANY:
+                    texts.append("?")
+                else:
+                    texts.append(_interval_text(found[0][0], found[-1][1]))
+            shapes[name] = "[" + ",".join(texts) + "]"
+        return shapes
+
+
+def python_name(name: str) -> str:
+    """Make a dim's name a Python identifier (``input_ids.0`` -> ``input_ids_0``).
+
+    >>> python_name("input_ids.0"), python_name("0x")
+    ('input_ids_0', '_0x')
+    """
+    text = re.sub(r"\W", "_", name)
+    return "_" + text if not text or text[0].isdigit() else text

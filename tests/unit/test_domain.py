@@ -1,0 +1,250 @@
+"""The validity domain (issue 17), proved by running.
+
+For the real fixture with a known limit (``bert_dynamo.onnx``: the 64-row position table
+caps the sequence) and small models built here (a ViT-like image size fixed by a position
+embedding, an attention mask with its own symbols, a batch fixed by a constant, MatMul,
+Concat and Reshape), points inside and just outside the domain are run in onnxruntime: the
+expected outcome is onnxruntime's. Inside must run; outside must fail at the node the
+domain names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import bcast
+from bcast.cli import main
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+F = TensorProto.FLOAT
+
+
+def _run(model: object, feeds: dict[str, np.ndarray]) -> str | None:
+    """Run ``model`` (path or ModelProto) in onnxruntime; None if it runs, else the error."""
+    data = model if isinstance(model, str) else model.SerializeToString()
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    try:
+        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        session.run(None, feeds)
+    except Exception as err:  # onnxruntime's own error types
+        return str(err)
+    return None
+
+
+def _agrees(model: object, domain: bcast.models.domain.Domain, point: dict, feeds: dict) -> None:
+    """bcast's verdict at ``point`` is onnxruntime's, and names the node it fails at."""
+    failure = domain.first_failure(point)
+    error = _run(model, feeds)
+    if failure is None:
+        assert error is None, f"inside the domain at {point}, onnxruntime failed: {error}"
+    else:
+        assert error is not None, f"outside the domain at {point} ({failure}), but it ran"
+        assert f"Name:'{failure.node}'" in error or f"({failure.node})" in error, error
+
+
+def _model(nodes, inputs, outputs, inits=(), value_info=()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "m", inputs, outputs, list(inits), value_info=value_info)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _const(name: str, array: np.ndarray) -> TensorProto:
+    return numpy_helper.from_array(array, name)
+
+
+# -- the real fixture with a known limit ---------------------------------------------------
+
+
+def test_bert_dynamo_runs_for_seq_up_to_64_and_fails_at_the_position_add() -> None:
+    path = str(REAL / "bert_dynamo.onnx")
+    domain = bcast.check(path).domain
+    seq = domain.dim("s41")
+    assert seq is not None and seq.text == "1..64"
+    assert [i.node for i in seq.imposed] == ["node_add_18"]
+    assert domain.dim("s18").text == "any"
+    for s in (1, 63, 64, 65, 100):
+        ids = np.random.default_rng(s).integers(0, 100, (2, s), dtype=np.int64)
+        feeds = {
+            "input_ids": ids,
+            "attention_mask": np.ones((2, s), np.int64),
+            "token_type_ids": np.zeros((2, s), np.int64),
+        }
+        _agrees(path, domain, {"s18": 2, "s41": s, "s43": 2}, feeds)
+
+
+def test_bert_dynamo_hands_the_domain_back_to_torch_export_and_openvino() -> None:
+    domain = bcast.check(str(REAL / "bert_dynamo.onnx")).domain
+    assert 's41 = Dim("s41", min=1, max=64)' in domain.torch_lines()
+    assert domain.openvino_shapes()["input_ids"] == "[?,1..64]"
+
+
+def test_the_domain_command_names_the_first_failing_node() -> None:
+    path = str(REAL / "bert_dynamo.onnx")
+    out = CliRunner().invoke(main, ["domain", path, "--dim", "s41=65"])
+    assert out.exit_code == 1
+    assert "fails first at node_add_18 (Add, axis 1)" in out.output
+    out = CliRunner().invoke(main, ["domain", path, "--json", "--dim", "s41=64"])
+    assert out.exit_code == 0
+    data = json.loads(out.output)
+    assert data["point"]["inside"] is True
+    assert data["domain"]["dims"][1] == {
+        "name": "s41",
+        "values": "1..64",
+        "intervals": [[1, 64]],
+        "imposed_by": [data["domain"]["dims"][1]["imposed_by"][0]],
+    }
+
+
+def test_ir_inputs_related_by_an_add_are_a_relation() -> None:
+    pytest.importorskip("openvino")
+    domain = bcast.check(str(REAL / "bert_openvino.xml")).domain
+    texts = {r.text: r.kind for r in domain.relations}
+    assert texts["token_type_ids.0 = input_ids.0 or either is 1"] == "equal-or-1"
+
+
+# -- small models with known limits --------------------------------------------------------
+
+
+def test_a_vit_like_position_embedding_fixes_the_image_size() -> None:
+    # Conv 16x16 stride 16 to [batch, 8, H//16, W//16] (written as dynamo writes it), + pos
+    # embedding [1, 8, 2, 2]: H//16 and W//16 must be 2 (or 1).
+    nodes = [
+        helper.make_node(
+            "Conv", ["x", "w"], ["p"], "patch", kernel_shape=[16, 16], strides=[16, 16]
+        ),
+        helper.make_node("Add", ["p", "pos"], ["y"], "pos_add"),
+    ]
+    x = helper.make_tensor_value_info("x", F, ["batch", 3, "H", "W"])
+    y = helper.make_tensor_value_info("y", F, ["batch", 8, "H//16", "W//16"])
+    p = helper.make_tensor_value_info("p", F, ["batch", 8, "H//16", "W//16"])
+    rng = np.random.default_rng(0)
+    inits = [
+        _const("w", rng.random((8, 3, 16, 16), np.float32)),
+        _const("pos", rng.random((1, 8, 2, 2), np.float32)),
+    ]
+    model = _model(nodes, [x], [y], inits, [p])
+    domain = bcast.check(model).domain
+    assert (domain.dim("H").text, domain.dim("W").text) == ("16..47", "16..47")
+    assert {i.node for i in domain.dim("H").imposed} == {"pos_add"}
+    for h, w in [(32, 32), (16, 47), (47, 20), (48, 32), (32, 48), (64, 64)]:
+        feeds = {"x": rng.random((1, 3, h, w), np.float32)}
+        _agrees(model, domain, {"batch": 1, "H": h, "W": w}, feeds)
+
+
+def test_an_attention_mask_with_its_own_symbols_is_tied_to_batch_and_seq() -> None:
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["xt"], "t", perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["x", "xt"], ["scores"], "qk"),
+        helper.make_node("Unsqueeze", ["mask", "one"], ["m3"], "unsq"),
+        helper.make_node("Add", ["scores", "m3"], ["y"], "mask_add"),
+    ]
+    x = helper.make_tensor_value_info("x", F, ["batch", "seq", 8])
+    mask = helper.make_tensor_value_info("mask", F, ["mbatch", "mseq"])
+    y = helper.make_tensor_value_info("y", F, None)
+    model = _model(nodes, [x, mask], [y], [_const("one", np.array([1], np.int64))])
+    domain = bcast.check(model).domain
+    kinds = {r.text: r.kind for r in domain.relations}
+    assert kinds == {
+        "mbatch = batch or either is 1": "equal-or-1",
+        "mseq = seq or either is 1": "equal-or-1",
+    }
+    rng = np.random.default_rng(1)
+    for b, s, mb, ms in [
+        (2, 5, 2, 5),
+        (2, 5, 1, 5),
+        (2, 5, 2, 1),
+        (2, 5, 3, 5),
+        (2, 5, 2, 6),
+        (1, 5, 3, 5),
+    ]:
+        feeds = {"x": rng.random((b, s, 8), np.float32), "mask": rng.random((mb, ms), np.float32)}
+        _agrees(model, domain, {"batch": b, "seq": s, "mbatch": mb, "mseq": ms}, feeds)
+
+
+def test_a_batch_fixed_by_a_constant_and_by_a_reshape() -> None:
+    nodes = [
+        helper.make_node("Add", ["x", "c"], ["a"], "const_add"),
+        helper.make_node("Reshape", ["a", "target"], ["y"], "flat"),
+    ]
+    x = helper.make_tensor_value_info("x", F, ["batch", 4])
+    y = helper.make_tensor_value_info("y", F, None)
+    inits = [_const("c", np.ones((2, 4), np.float32)), _const("target", np.array([8], np.int64))]
+    model = _model(nodes, [x], [y], inits)
+    domain = bcast.check(model).domain
+    # Add: batch in {1, 2}; Reshape: 4*batch... of the Add's output [2,4], always 8: no cut.
+    assert domain.dim("batch").text == "1..2"
+    for b in (1, 2, 3):
+        _agrees(model, domain, {"batch": b}, {"x": np.ones((b, 4), np.float32)})
+
+
+def test_reshape_element_counts_and_matmul_inner_dims() -> None:
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], "proj"),
+        helper.make_node("Reshape", ["z", "target"], ["y2"], "flat"),
+    ]
+    x = helper.make_tensor_value_info("x", F, ["n", "k"])
+    z = helper.make_tensor_value_info("z", F, ["p", "q"])
+    outs = [helper.make_tensor_value_info(v, F, None) for v in ("h", "y2")]
+    inits = [
+        _const("w", np.ones((16, 4), np.float32)),
+        _const("target", np.array([-1, 32], np.int64)),
+    ]
+    model = _model(nodes, [x, z], outs, inits)
+    domain = bcast.check(model).domain
+    assert domain.dim("k").text == "16"
+    assert [i.node for i in domain.dim("k").imposed] == ["proj"]
+    assert [r.text for r in domain.relations] == ["p*q must be a multiple of 32"]
+    for n, k, p, q in [(2, 16, 4, 8), (3, 16, 1, 32), (2, 15, 4, 8), (2, 17, 4, 8), (2, 16, 3, 5)]:
+        feeds = {"x": np.ones((n, k), np.float32), "z": np.ones((p, q), np.float32)}
+        _agrees(model, domain, {"n": n, "k": k, "p": p, "q": q}, feeds)
+
+
+def test_one_dim_reshaped_to_a_constant_count_has_a_periodic_domain() -> None:
+    nodes = [helper.make_node("Reshape", ["x", "target"], ["y"], "flat")]
+    x = helper.make_tensor_value_info("x", F, ["n", 4])
+    y = helper.make_tensor_value_info("y", F, None)
+    model = _model(nodes, [x], [y], [_const("target", np.array([-1, 8], np.int64))])
+    domain = bcast.check(model).domain
+    assert domain.dim("n").text.startswith("2, 4, 6, ")
+    for n in (1, 2, 3, 4, 4096, 4097):
+        _agrees(model, domain, {"n": n}, {"x": np.ones((n, 4), np.float32)})
+
+
+def test_concat_ties_the_other_axes() -> None:
+    nodes = [helper.make_node("Concat", ["a", "b"], ["y"], "cat", axis=1)]
+    a = helper.make_tensor_value_info("a", F, ["n", 3])
+    b = helper.make_tensor_value_info("b", F, ["m", "k"])
+    y = helper.make_tensor_value_info("y", F, None)
+    model = _model(nodes, [a, b], [y])
+    domain = bcast.check(model).domain
+    assert [(r.kind, r.text) for r in domain.relations] == [("equal", "n = m")]
+    for n, m, k in [(2, 2, 1), (2, 2, 7), (2, 3, 1), (1, 2, 1)]:
+        feeds = {"a": np.ones((n, 3), np.float32), "b": np.ones((m, k), np.float32)}
+        _agrees(model, domain, {"n": n, "m": m, "k": k}, feeds)
+
+
+def test_an_empty_domain_is_an_error_finding() -> None:
+    nodes = [
+        helper.make_node("Add", ["x", "c"], ["a"], "const_add"),
+        helper.make_node("Reshape", ["x", "target"], ["y"], "flat"),
+    ]
+    x = helper.make_tensor_value_info("x", F, ["n"])
+    outs = [helper.make_tensor_value_info(v, F, None) for v in ("a", "y")]
+    inits = [_const("c", np.ones((2,), np.float32)), _const("target", np.array([3], np.int64))]
+    model = _model(nodes, [x], outs, inits)
+    report = bcast.check(model)
+    assert report.domain.is_empty and report.domain.dim("n").sizes == ()
+    assert [f.kind for f in report.errors] == ["empty-domain"]
+    for n in (1, 2, 3, 4):  # onnxruntime: no size runs
+        assert _run(model, {"x": np.ones((n,), np.float32)}) is not None
