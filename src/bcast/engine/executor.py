@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
@@ -94,7 +93,8 @@ class Settings:
     Attributes
     ----------
     threads : int or None
-        Threads for large work; None: the free cores (``BCAST_NUM_THREADS`` if set).
+        Threads for large work; None: `bcast.engine.parallel.threads` (``BCAST_NUM_THREADS``,
+        else the cores this process may use, at most ``OMP_NUM_THREADS``).
     parallel_min : int
         Work (output elements times the kernel's cost) below which one call does it all.
     block_bytes : int
@@ -163,8 +163,7 @@ def settings(**changes: Any) -> Iterator[Settings]:
 def _threads(work: float) -> int:
     chosen = _settings.threads
     if chosen is None:
-        env = os.environ.get("BCAST_NUM_THREADS", "")
-        chosen = int(env) if env.strip().isdigit() and int(env) > 0 else _parallel.free_cores()
+        chosen = _parallel.threads()
     return max(1, min(chosen, int(work // max(1, _settings.parallel_min)) or 1))
 
 
