@@ -116,6 +116,9 @@ class Settings:
     compiled : bool
         Run the kernels that have a compiled form (`bcast.engine.compiled`) with it when numba is
         installed (``BCAST_COMPILED=0`` turns it off as well).
+    compiled_wait : bool
+        Wait for a kernel to compile (or load from numba's cache) on its first use, as
+        ``BCAST_COMPILED=wait`` does; False: NumPy computes until the background has it.
     stream_min_bytes : int or None
         Work whose output and operands together take at least this many bytes writes its
         output with streaming stores on the compiled path (the data cannot all stay in the
@@ -131,6 +134,7 @@ class Settings:
     compiled_tile_bytes: int = 1 << 18
     compiled_thread_work: int = 1 << 20
     compiled: bool = True
+    compiled_wait: bool = False
     stream_min_bytes: int | None = None
 
 
@@ -374,7 +378,7 @@ def _run_compiled(
     and walks them as `bcast.engine.layout.walk_axes` arranges them.
     """
     name = kernel.compiled
-    if name is None or not _settings.compiled or not _compiled.available():
+    if name is None or not _settings.compiled or not _compiled.enabled():
         return False
     if not _compiled.accepts(name, out, views):
         return False
@@ -394,6 +398,7 @@ def _run_compiled(
         blocks_per_thread=_settings.blocks_per_thread,
         stream=out.nbytes + sum(v.nbytes for v in views) >= stream_min,
         run_blocks=run_blocks,
+        wait=_settings.compiled_wait,
     )
 
 
