@@ -540,6 +540,7 @@ def run_case(spec: CaseSpec, settings: Settings, probe: h.StreamProbe) -> h.Case
         results.extend(h.check_peers([peer], expected, rtol=spec.rtol, atol=spec.atol))
     case.peers = results
     del expected
+    kernels_ready()
 
     load = h.wait_for_quiet(threshold_cores=settings.quiet_cores, max_wait_s=settings.max_wait_s)
     meter = h.LoadMeter()
@@ -577,6 +578,28 @@ def run_case(spec: CaseSpec, settings: Settings, probe: h.StreamProbe) -> h.Case
             f"{load['waited_s']} s of waiting"
         )
     return case
+
+
+def kernels_ready() -> None:
+    """Wait for the kernels bcast's first calls (the check) queued: time its compiled path.
+
+    Its first calls run on NumPy's path while numba compiles in the background; the
+    ``first_call`` case of ``bench_sizes.py`` times that.
+    """
+    try:
+        from bcast.engine import compiled
+    except ImportError:
+        return
+    compiled.wait_for_kernels()
+
+
+def bcast_threads() -> int | None:
+    """The threads bcast's engine runs large work with here (its setting's resolved value)."""
+    try:
+        from bcast.engine import parallel
+    except ImportError:
+        return None
+    return parallel.threads()
 
 
 def _poison(out: np.ndarray) -> None:
@@ -636,6 +659,7 @@ def run(case_names: Sequence[str], settings: Settings, *, quick: bool) -> dict[s
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "quick": quick,
         "threads": THREADS,
+        "bcast_threads": bcast_threads(),
         "settings": settings.__dict__,
         "machine": h.machine_info(library_versions()),
         "method": {

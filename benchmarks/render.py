@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/render.py --ops ops.json [--shapes shapes.json]
+    python benchmarks/render.py --ops ops.json [--shapes shapes.json] [--sizes sizes.json]
                                 [--markdown docs/benchmarks.md] [--png docs/benchmarks.png]
 """
 
@@ -12,10 +12,14 @@ import argparse
 import json
 import math
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import render_sizes
 
 COMBINED_SCHEMA = "bcast-bench/1"  # run_all.py: {"ops": ..., "shapes": ...}
 TIMES = "\u00d7"  # the multiplication sign of "2.50x"
@@ -107,7 +111,8 @@ def ops_markdown(data: dict[str, Any], png_name: str | None = None) -> list[str]
         f"{m.get('cpu', '?')}{_simd(m)}, {m.get('cpus', '?')} CPUs, "
         f"{m.get('memory_gib', '?')} GiB; "
         f"{data.get('threads', '?')} threads for every library that has a thread knob "
-        f"(NumPy is single-threaded). {vers}.",
+        f"(NumPy is single-threaded; bcast's engine ran with "
+        f"{data.get('bcast_threads', '?')}). {vers}.",
         "",
         f"Each cell: time relative to the fastest peer of the case (**1.00{TIMES}** = "
         "fastest) · the peer's effective bandwidth (bytes an ideal kernel moves: inputs "
@@ -307,7 +312,11 @@ def shapes_markdown(data: dict[str, Any]) -> list[str]:
 
 
 def render_markdown(
-    ops: dict[str, Any] | None, shapes: dict[str, Any] | None, png_name: str | None
+    ops: dict[str, Any] | None,
+    shapes: dict[str, Any] | None,
+    png_name: str | None,
+    sizes: dict[str, Any] | None = None,
+    sizes_png_name: str | None = None,
 ) -> str:
     lines = [
         "# Benchmarks",
@@ -319,6 +328,8 @@ def render_markdown(
     ]
     if ops is not None:
         lines += ops_markdown(ops, png_name)
+    if sizes is not None:
+        lines += render_sizes.markdown(sizes, sizes_png_name)
     if shapes is not None:
         lines += shapes_markdown(shapes)
     return "\n".join(lines).rstrip() + "\n"
@@ -452,29 +463,42 @@ def render(
     shapes: dict[str, Any] | None,
     markdown: Path | None,
     png: Path | None,
+    sizes: dict[str, Any] | None = None,
 ) -> None:
+    """Write the Markdown report and the charts (the size sweep's: ``<png>_sizes.png``)."""
     if png is not None and (ops is not None or shapes is not None):
         chart(ops, png, shapes)
+    sizes_png = None
+    if png is not None and sizes is not None and sizes.get("sweep"):
+        sizes_png = png.with_name(f"{png.stem}_sizes{png.suffix}")
+        render_sizes.chart(sizes, sizes_png)
     if markdown is not None:
-        png_name = None
-        if png is not None:
+        png_name = sizes_name = None
+        if png is not None and (ops is not None or shapes is not None):
             png_name = os.path.relpath(png, markdown.parent).replace(os.sep, "/")
+        if sizes_png is not None:
+            sizes_name = os.path.relpath(sizes_png, markdown.parent).replace(os.sep, "/")
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(render_markdown(ops, shapes, png_name), encoding="utf-8")
+        text = render_markdown(ops, shapes, png_name, sizes, sizes_name)
+        markdown.write_text(text, encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=Path, help="JSON of bench_ops.py (or run_all.py's, both parts)")
     ap.add_argument("--shapes", type=Path, help="JSON written by bench_shapes.py")
+    ap.add_argument("--sizes", type=Path, help="JSON written by bench_sizes.py")
     ap.add_argument("--markdown", type=Path, default=Path("docs/benchmarks.md"))
     ap.add_argument("--png", type=Path, default=Path("docs/benchmarks.png"))
     args = ap.parse_args(argv)
     ops = json.loads(args.ops.read_text()) if args.ops else None
     shapes = json.loads(args.shapes.read_text()) if args.shapes else None
+    sizes = json.loads(args.sizes.read_text()) if args.sizes else None
     if ops is not None and ops.get("schema") == COMBINED_SCHEMA:  # run_all.py's benchmarks.json
-        ops, shapes = ops.get("ops"), shapes if shapes is not None else ops.get("shapes")
-    render(ops=ops, shapes=shapes, markdown=args.markdown, png=args.png)
+        combined = ops
+        ops, shapes = combined.get("ops"), shapes if shapes is not None else combined.get("shapes")
+        sizes = sizes if sizes is not None else combined.get("sizes")
+    render(ops=ops, shapes=shapes, markdown=args.markdown, png=args.png, sizes=sizes)
     return 0
 
 

@@ -4,10 +4,11 @@ Usage::
 
     python benchmarks/run_all.py [--quick] [--cases add_large,where,...] [--out-dir docs]
 
-Runs ``bench_ops.py`` (operators) and ``bench_shapes.py`` (``broadcast_shapes`` against NumPy,
-ONNX and OpenVINO shape inference), each in its own process, then writes
-``<out-dir>/benchmarks.md`` (Markdown tables), ``<out-dir>/benchmarks.png`` (chart) and
-``<out-dir>/benchmarks.json`` (both result sets, for machines).
+Runs ``bench_ops.py`` (operators), ``bench_shapes.py`` (``broadcast_shapes`` against NumPy,
+ONNX and OpenVINO shape inference) and ``bench_sizes.py`` (add from 64 KiB to 1 GiB, and the
+first call), each in its own process, then writes ``<out-dir>/benchmarks.md`` (Markdown
+tables), ``<out-dir>/benchmarks.png`` and ``benchmarks_sizes.png`` (charts) and
+``<out-dir>/benchmarks.json`` (every result set, for machines).
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def run_ops(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
     rc = _run(cmd)
     if rc != 0 or not path.exists():
         print(f"bench_ops.py failed (exit {rc})", file=sys.stderr)
+        return None
+    return dict(json.loads(path.read_text()))
+
+
+def run_sizes(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
+    """Run ``bench_sizes.py`` (the size sweep and the first call) and read its JSON output."""
+    path = tmp / "sizes.json"
+    cmd = [sys.executable, str(HERE / "bench_sizes.py"), "--json", str(path)]
+    if args.quick:
+        cmd.append("--quick")
+    rc = _run(cmd)
+    if rc != 0 or not path.exists():
+        print(f"bench_sizes.py failed (exit {rc})", file=sys.stderr)
         return None
     return dict(json.loads(path.read_text()))
 
@@ -87,12 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", type=Path, default=ROOT / "docs")
     ap.add_argument("--skip-ops", action="store_true")
     ap.add_argument("--skip-shapes", action="store_true")
+    ap.add_argument("--skip-sizes", action="store_true", help="no size sweep, no first call")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bcast-bench-") as tmpdir:
         tmp = Path(tmpdir)
         ops = None if args.skip_ops else run_ops(args, tmp)
         shapes = None if args.skip_shapes else run_shapes(args, tmp)
+        sizes = None if args.skip_sizes else run_sizes(args, tmp)
 
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -102,17 +118,21 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "ops": ops,
         "shapes": shapes,
+        "sizes": sizes,
     }
     (out / "benchmarks.json").write_text(json.dumps(combined, indent=1) + "\n")
     render.render(
         ops=ops,
         shapes=shapes,
         markdown=out / "benchmarks.md",
-        png=out / "benchmarks.png" if ops else None,
+        png=out / "benchmarks.png" if ops or sizes else None,
+        sizes=sizes,
     )
     print(f"wrote {out / 'benchmarks.md'}, benchmarks.png, benchmarks.json", file=sys.stderr)
-    failed = (ops is None and not args.skip_ops) or (
-        shapes is None and not args.skip_shapes and (HERE / "bench_shapes.py").exists()
+    failed = (
+        (ops is None and not args.skip_ops)
+        or (sizes is None and not args.skip_sizes)
+        or (shapes is None and not args.skip_shapes and (HERE / "bench_shapes.py").exists())
     )
     return 1 if failed else 0
 

@@ -58,6 +58,7 @@ def _forced(draw: st.DrawFn) -> dict[str, Any]:
         "max_tile_bytes": draw(st.sampled_from([0, 4096, 1 << 22])),
         "stream_min_bytes": draw(st.sampled_from([0, 1 << 40])),
         "compiled": draw(st.sampled_from([True, True, True, False])),
+        "compiled_wait": True,  # the kernel ready on the first call, not later
     }
 
 

@@ -176,3 +176,31 @@ def test_shapes_records_get_ratio_to_fastest_within_case() -> None:
     md = "\n".join(R.shapes_markdown(data))
     assert "| `static` | bcast | 2.0 µs |  | 2.00X |".replace("X", X) in md
     assert "| `static` | ONNX | skipped |" in md
+
+
+def test_the_size_sweep_renders_ratios_by_size_and_the_first_call() -> None:
+    sizes = {
+        "quick": True,
+        "families": {"bias2d": "(n,64)+(64,)"},
+        "sweep": [
+            {"family": "bias2d", "dtype": "float32", "output_bytes": 65536, "peers": [
+                {"name": "bcast out=", "family": "bcast", "status": "ok", "ratio_to_fastest": 1.0},
+                {"name": "torch out=", "family": "PyTorch", "status": "ok", "ratio_to_fastest": 2.5},  # noqa: E501
+            ]},
+            {"family": "bias2d", "dtype": "float32", "output_bytes": 1 << 30, "skipped": "memory"},
+        ],
+        "first_call": [
+            {"op": "add", "mode": "background", "cache": "empty", "first_s": 0.03,
+             "numpy_first_s": 0.02, "ratio_to_numpy": 1.5, "second_s": 0.02,
+             "ready_after_s": 3.2, "runs": 1},
+        ],
+    }  # fmt: skip
+    text = R.render_markdown(None, None, None, sizes, "sizes.png")
+    assert (
+        "`--quick`" in text and "![Time over the fastest peer's, by output size](sizes.png)" in text
+    )
+    assert f"| bcast out= | **1.00{X}** | skipped (memory) |" in text
+    assert f"| torch out= | 2.50{X} | skipped (memory) |" in text
+    assert (
+        f"| add | background | empty | 30.0 ms | 20.0 ms | 1.50{X} | 20.0 ms | 3.20 s | 1 |" in text
+    )

@@ -19,11 +19,14 @@ import pytest
 from bcast import engine, ops
 from bcast.engine import compiled as _compiled
 from bcast.engine import layout as _layout
+from bcast.engine.background import Resolver
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
-# Every large-work path forced: compiled, split over 3 threads, streaming stores on.
+# Every large-work path forced: compiled (the kernel compiled, or loaded from numba's cache,
+# in the caller's thread on first use), split over 3 threads, streaming stores on.
 FORCED = {
+    "compiled_wait": True,
     "threads": 3,
     "parallel_min": 1,
     "compiled_thread_work": 1,
@@ -430,6 +433,7 @@ def test_a_kernel_numba_cannot_compile_warns_once_and_numpy_computes(
 
     monkeypatch.setattr(_numba_kernels.walk, "compile", refuse)
     monkeypatch.setattr(_numba_kernels, "_entries", {})
+    monkeypatch.setattr(_compiled, "_kernels", Resolver(_compiled._compile, name="test"))
     a, b = np.arange(6000, dtype=np.int16).reshape(60, 100), np.arange(100, dtype=np.int16)
     with engine.settings(**FORCED):
         with pytest.warns(RuntimeWarning, match=r"could not compile sub for int16.*NumPy"):

@@ -25,23 +25,41 @@ and falls back to NumPy otherwise, and entirely when numba is missing or
 numba is imported on the first large call, not with ``bcast``
 (`bcast.engine.numba_kernels` holds the numba code). Each operation and dtype is compiled on its
 first use on a machine (a few seconds) and cached on disk by numba for later processes.
+Nobody waits for that: a kernel that is not ready is queued for one background thread, which
+imports numba and compiles it (or loads it from numba's cache), and until it is ready the
+engine computes on NumPy's path, with the same results. ``BCAST_COMPILED=wait`` (or the
+engine's setting ``compiled_wait``) waits instead; ``python -m bcast.engine.warm`` compiles
+every kernel ahead of time, once per machine.
 """
 
 from __future__ import annotations
 
+import atexit
+import importlib.util
 import math
 import os
 import threading
+import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 
+from bcast.engine import background as _background
 from bcast.engine import layout as _layout
 
-__all__ = ["OPERATIONS", "accepts", "available", "run"]
+__all__ = [
+    "OPERATIONS",
+    "accepts",
+    "available",
+    "enabled",
+    "run",
+    "signatures",
+    "wait_for_kernels",
+    "warm",
+]
 
 MAX_RANK: Final = 8
 """Arranged outputs of higher rank (after merging) stay on NumPy's path."""
@@ -111,6 +129,29 @@ def available() -> bool:
     return _state["kernels"] is not None
 
 
+def enabled() -> bool:
+    """Tell, without importing numba, whether the compiled path may run.
+
+    False where ``BCAST_COMPILED=0``, numba is not installed, or loading it failed (see
+    `available`); True otherwise, also before numba is loaded: `run` has it loaded in the
+    background.
+
+    >>> isinstance(enabled(), bool)
+    True
+    """
+    if os.environ.get("BCAST_COMPILED", "").strip() == "0":
+        return False
+    kernels = _state.get("kernels", _UNKNOWN)
+    if kernels is not _UNKNOWN:
+        return kernels is not None
+    if "installed" not in _state:
+        try:
+            _state["installed"] = importlib.util.find_spec("numba") is not None
+        except (ImportError, ValueError):
+            _state["installed"] = False
+    return bool(_state["installed"])
+
+
 def _native(dtype: np.dtype[Any]) -> bool:
     return dtype.isnative and not dtype.hasobject and dtype.fields is None
 
@@ -159,6 +200,7 @@ def run(
     blocks_per_thread: int,
     stream: bool,
     run_blocks: Callable[[Callable[[int], None], int, int], None],
+    wait: bool = False,
 ) -> bool:
     """Compute operation ``name`` into ``out`` from the operands (aligned to its rank).
 
@@ -169,7 +211,9 @@ def run(
     which claims rows `CHUNK_BYTES` at a time until none are left. Returns False, having
     written nothing, when the arrays do not fit the walker (a negative or uneven stride,
     an element off its natural alignment, an output not contiguous in its inner axis, too
-    many axes) or numba cannot compile it: the caller then uses NumPy.
+    many axes) or numba cannot compile it, and while its kernel is being compiled in the
+    background (``wait``: compile it now, or wait for the background): the caller then uses
+    NumPy.
     """
     if not (out.flags.aligned and all(x.flags.aligned for x in operands)):
         return False  # numba's loads and stores assume naturally aligned elements
@@ -184,8 +228,8 @@ def run(
     if not isinstance(found, _Walk):  # None: the walker does not take this layout
         return False
     recipe = found
-    walk = _state["kernels"].walker(name, recipe.dtypes)
-    if walk is None:  # numba could not compile it (warned once)
+    walk = _walker(name, recipe.dtypes, wait)
+    if walk is None:  # not compiled yet, or numba could not compile it (warned once)
         return False
     bases = [out, *operands]
     for tile in recipe.tiles:  # the layout is known; the tiles' values are this call's
@@ -278,3 +322,100 @@ def _split_inner(axes: list[_layout.Axis], parts: int) -> list[_layout.Axis]:
         return axes
     fold = folds[0]
     return [*axes[:-1], (fold, [s * (n // fold) for s in inner]), (n // fold, inner)]
+
+
+# -- compiling: in the background, or ahead of time ----------------------------------------
+
+
+def _compile(key: tuple[Any, ...]) -> Any:
+    """Compile the walker of ``key`` now (or load it from numba's cache); None if numba cannot."""
+    if "kernels" not in _state and available():
+        atexit.register(_background.stop_all)  # runs before numba's exit handlers, now there
+    if not available():
+        return None
+    try:
+        return _state["kernels"].walker(key[0], list(key[1:]))
+    except Exception as exc:  # numba failing beyond what it reports: NumPy's path
+        warnings.warn(
+            f"bcast: numba could not compile {key[0]}; NumPy computes it "
+            f"({type(exc).__name__}: {exc})",
+            RuntimeWarning,
+            stacklevel=1,
+        )
+        return None
+
+
+_kernels: Final = _background.Resolver(_compile, name="bcast-compile")
+
+
+def _walker(name: str, dtypes: tuple[np.dtype[Any], ...], wait: bool) -> Any:
+    """Return the walker of ``name`` for these dtypes; None while the background compiles it.
+
+    ``wait`` (or ``BCAST_COMPILED=wait``): compile it now, or wait for the background.
+    """
+    key = (name, *dtypes)
+    walk = _kernels.peek(key)
+    if walk is _background.PENDING:
+        wait = wait or os.environ.get("BCAST_COMPILED", "").strip() == "wait"
+        walk = _kernels.get(key, wait=wait)
+    return None if walk is _background.PENDING else walk
+
+
+def wait_for_kernels(timeout: float | None = None) -> bool:
+    """Wait until the kernels queued for the background are ready; tell whether they are.
+
+    For benchmarks and tests, which time or check the compiled path itself.
+
+    >>> wait_for_kernels(timeout=60)
+    True
+    """
+    return _kernels.wait(timeout)
+
+
+def signatures(names: Iterable[str] | None = None) -> list[tuple[str, tuple[np.dtype[Any], ...]]]:
+    """List the kernels of these operations (default: all): each name and the dtypes it reads.
+
+    >>> ("add", (np.dtype("float32"),) * 4) in signatures(["add"])
+    True
+    >>> len(signatures(["pow"]))
+    1
+    """
+    found: dict[tuple[str, tuple[np.dtype[Any], ...]], None] = {}
+    for name in OPERATIONS if names is None else names:
+        for char in sorted(_NUMERIC):
+            x = np.zeros(2, char)
+            if name == "where":
+                examples = [(x, [np.zeros(2, bool), x, x])]
+            elif name == "copy":
+                examples = [(x, [x])]
+            else:
+                examples = [(x, [x, x]), (np.zeros(2, bool), [x, x])]
+            for out, operands in examples:
+                walk = _plan_walk(name, out, operands, 0, 1)
+                if accepts(name, out, operands) and walk is not None:
+                    found[(name, walk.dtypes)] = None
+    return list(found)
+
+
+def warm(
+    names: Iterable[str] | None = None, report: Callable[[str, bool, float], None] | None = None
+) -> int:
+    """Compile every kernel of these operations now (or load it from numba's cache).
+
+    Returns how many are ready. ``report(kernel, ready, seconds)`` is called after each.
+    Nothing is compiled, and 0 returned, where the compiled path is off (`available`).
+
+    >>> warm(names=[])
+    0
+    """
+    ready = 0
+    for name, dtypes in signatures(names):
+        if not available():
+            return 0
+        start = time.perf_counter()
+        walk = _kernels.get((name, *dtypes), wait=True)
+        ready += walk is not None
+        if report is not None:
+            kinds = ",".join(str(d) for d in dtypes)
+            report(f"{name}({kinds})", walk is not None, time.perf_counter() - start)
+    return ready

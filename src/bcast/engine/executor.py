@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
@@ -95,7 +94,8 @@ class Settings:
     Attributes
     ----------
     threads : int or None
-        Threads for large work; None: the free cores (``BCAST_NUM_THREADS`` if set).
+        Threads for large work; None: `bcast.engine.parallel.threads` (``BCAST_NUM_THREADS``,
+        else the cores this process may use, at most ``OMP_NUM_THREADS``).
     parallel_min : int
         Work (output elements times the kernel's cost) below which one call does it all.
     block_bytes : int
@@ -117,6 +117,9 @@ class Settings:
     compiled : bool
         Run the kernels that have a compiled form (`bcast.engine.compiled`) with it when numba is
         installed (``BCAST_COMPILED=0`` turns it off as well).
+    compiled_wait : bool
+        Wait for a kernel to compile (or load from numba's cache) on its first use, as
+        ``BCAST_COMPILED=wait`` does; False: NumPy computes until the background has it.
     stream_min_bytes : int or None
         Work whose output and operands together take at least this many bytes writes its
         output with streaming stores on the compiled path (the data cannot all stay in the
@@ -132,6 +135,7 @@ class Settings:
     compiled_tile_bytes: int = 1 << 18
     compiled_thread_work: int = 1 << 20
     compiled: bool = True
+    compiled_wait: bool = False
     stream_min_bytes: int | None = None
 
 
@@ -164,8 +168,7 @@ def settings(**changes: Any) -> Iterator[Settings]:
 def _threads(work: float) -> int:
     chosen = _settings.threads
     if chosen is None:
-        env = os.environ.get("BCAST_NUM_THREADS", "")
-        chosen = int(env) if env.strip().isdigit() and int(env) > 0 else _parallel.free_cores()
+        chosen = _parallel.threads()
     return max(1, min(chosen, int(work // max(1, _settings.parallel_min)) or 1))
 
 
@@ -381,7 +384,7 @@ def _run_compiled(
     and walks them as `bcast.engine.layout.walk_axes` arranges them.
     """
     name = kernel.compiled
-    if name is None or not _settings.compiled or not _compiled.available():
+    if name is None or not _settings.compiled or not _compiled.enabled():
         return False
     if not _compiled.accepts(name, out, views):
         return False
@@ -401,6 +404,7 @@ def _run_compiled(
         blocks_per_thread=_settings.blocks_per_thread,
         stream=out.nbytes + sum(v.nbytes for v in views) >= stream_min,
         run_blocks=run_blocks,
+        wait=_settings.compiled_wait,
     )
 
 

@@ -1,11 +1,17 @@
 """The engine's thread pool: how many threads a large operation gets, and running its blocks.
 
-One pool per process, created on first use and recreated in a forked child. Its size is the
-number of cores this process may run on (``os.sched_getaffinity``) less the cores other
-processes keep busy, measured from ``/proc/stat`` at most once a second; the environment
-variable ``BCAST_NUM_THREADS`` (or `bcast.engine.settings`) overrides it. NumPy releases the
-GIL inside ufunc loops and copies, so threads that each call a ufunc on their own block of the
-output run in parallel.
+One pool per process, created on first use and recreated in a forked child. How many threads
+large work gets is a setting, resolved in this order (`threads`):
+
+1. ``bcast.engine.settings(threads=n)``, for a ``with`` block (`bcast.engine.executor`);
+2. the environment variable ``BCAST_NUM_THREADS``, a positive integer;
+3. otherwise the cores this process may use (`cores`: its CPU affinity, and a CPU quota of
+   its cgroup where one is set), at most ``OMP_NUM_THREADS`` where that is set, as the
+   OpenMP libraries next to bcast (PyTorch, numexpr, onnxruntime) read it.
+
+It never depends on what other processes do on the machine at that moment, so a program runs
+with the same threads every time. NumPy releases the GIL inside ufunc loops and copies, so
+threads that each call a ufunc on their own block of the output run in parallel.
 
 Blocks are handed out dynamically (the caller's thread works too), so a thread that the
 machine slows down takes fewer blocks; which thread computes a block never changes its
@@ -17,72 +23,125 @@ from __future__ import annotations
 import functools
 import glob
 import itertools
+import math
 import os
 import threading
-import time
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["cache_bytes", "cores", "free_cores", "run_blocks"]
+__all__ = ["cache_bytes", "cgroup_cpus", "cores", "run_blocks", "threads"]
 
-_REFRESH_S: Final = 1.0
+CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
-# (time, busy jiffies of all CPUs, total jiffies, this process's jiffies) at the last sample
-_last: tuple[float, int, int, int] | None = None
-_background = 0.0
+_warned: set[str] = set()
 
 
-def cores() -> int:
-    """Return the number of cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not Linux
-        return max(1, os.cpu_count() or 1)
+def cgroup_cpus(root: Path = CGROUP_ROOT, own: str | None = None) -> float | None:
+    """Return the CPU quota of this process's cgroup in cores, or None where none is set.
 
+    cgroup v2: ``cpu.max`` (``"200000 100000"``: 2 cores; ``"max 100000"``: no quota) in
+    the process's own group (``own``: its path as ``/proc/self/cgroup`` names it) or the
+    root. cgroup v1: ``cpu/cpu.cfs_quota_us`` over ``cpu/cpu.cfs_period_us`` (-1: none).
 
-def _cpu_ticks() -> tuple[int, int] | None:
-    try:
-        with open("/proc/stat", encoding="ascii") as stat:
-            fields = stat.readline().split()[1:9]
-        values = [int(v) for v in fields]
-    except (OSError, ValueError):
-        return None
-    idle = values[3] + (values[4] if len(values) > 4 else 0)
-    total = sum(values)
-    return total - idle, total
-
-
-def _own_ticks() -> int | None:
-    try:
-        with open("/proc/self/stat", encoding="ascii") as stat:
-            rest = stat.read().rsplit(")", 1)[1].split()
-        return int(rest[11]) + int(rest[12])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def free_cores() -> int:
-    """Return the cores not kept busy by other processes (at least 1).
-
-    The background load is the busy time of all CPUs less this process's own, between two
-    samples at least a second apart; until two samples exist every core counts as free.
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     _ = (Path(folder) / "cpu.max").write_text("150000 100000")
+    ...     cgroup_cpus(Path(folder), own="/")
+    1.5
     """
-    global _last, _background
-    total_cores = cores()
-    now = time.monotonic()
-    if _last is None or now - _last[0] >= _REFRESH_S:
-        ticks, own = _cpu_ticks(), _own_ticks()
-        if ticks is not None and own is not None:
-            if _last is not None and ticks[1] > _last[2]:
-                busy = ticks[0] - _last[1] - (own - _last[3])
-                share = max(0.0, busy / (ticks[1] - _last[2]))
-                _background = share * (os.cpu_count() or total_cores)
-            _last = (now, ticks[0], ticks[1], own)
-    return max(1, min(total_cores, round(total_cores - _background)))
+    if own is None:
+        own = _own_cgroup()
+    for group in dict.fromkeys([root / own.lstrip("/"), root]):
+        try:
+            quota, period = (group / "cpu.max").read_text().split()[:2]
+        except (OSError, ValueError):
+            continue
+        return None if quota == "max" else _quota(quota, period)
+    try:
+        quota = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+        period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
+    except OSError:
+        return None
+    return _quota(quota, period)
+
+
+def _quota(quota: str, period: str) -> float | None:
+    try:
+        share = int(quota) / int(period)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return share if share > 0 else None
+
+
+def _own_cgroup() -> str:
+    try:
+        with open("/proc/self/cgroup", encoding="ascii") as groups:
+            for line in groups:
+                if line.startswith("0::"):  # the cgroup v2 hierarchy
+                    return line[3:].strip()
+    except OSError:
+        pass
+    return "/"
+
+
+@functools.cache
+def cores() -> int:
+    """Return the number of cores this process may use: its affinity, within its cgroup quota.
+
+    >>> cores() >= 1
+    True
+    """
+    try:
+        found = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        found = os.cpu_count() or 1
+    quota = cgroup_cpus()
+    if quota is not None:
+        found = min(found, math.ceil(quota))
+    return max(1, found)
+
+
+def _positive(name: str) -> int | None:
+    """Read a positive integer from environment variable ``name`` (of a list: the first)."""
+    text = os.environ.get(name, "").split(",")[0].strip()
+    if not text:
+        return None
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(
+            f"bcast: {name}={os.environ[name]!r} is not a positive integer; ignored",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return None
+
+
+def threads() -> int:
+    """Return how many threads large work gets when ``bcast.engine.settings`` does not say.
+
+    ``BCAST_NUM_THREADS`` if set; otherwise `cores`, at most ``OMP_NUM_THREADS`` if set.
+    A value that is not a positive integer is ignored, with a warning the first time.
+
+    >>> import os
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"BCAST_NUM_THREADS": "3"}):
+    ...     threads()
+    3
+    """
+    chosen = _positive("BCAST_NUM_THREADS")
+    if chosen is not None:
+        return chosen
+    cap = _positive("OMP_NUM_THREADS")
+    return cores() if cap is None else min(cores(), cap)
 
 
 @functools.cache

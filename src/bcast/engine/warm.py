@@ -1,0 +1,68 @@
+"""Compile the engine's kernels ahead of time: ``python -m bcast.engine.warm``.
+
+The compiled path (`bcast.engine.compiled`, the ``fast`` extra) compiles each operation and
+dtype on first use, in the background, and numba caches the machine code on disk for every
+later process. Running this once per machine (after installing, in a container image's
+build) compiles them all up front, so that no process ever computes on NumPy's path while
+a kernel compiles::
+
+    python -m bcast.engine.warm                 # every kernel (a few minutes)
+    python -m bcast.engine.warm --ops add,pow   # only these operations
+    python -m bcast.engine.warm --list          # what there is to compile
+
+numba's cache is per machine (it holds code for this CPU) and per environment
+(``NUMBA_CACHE_DIR`` moves it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bcast.engine import compiled
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Compile (or load from numba's cache) the kernels named; return the exit status.
+
+    0 when every kernel is ready; 1 when some could not be compiled or the compiled path is
+    off (numba missing, ``BCAST_COMPILED=0``); 2 for an unknown operation.
+
+    >>> main(["--list", "--ops", "pow"])
+    pow(float32,float32,float32,float32)
+    0
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m bcast.engine.warm", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--ops", help="comma-separated operations (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the kernels; compile none")
+    args = parser.parse_args(argv)
+    names = None if args.ops is None else [n.strip() for n in args.ops.split(",") if n.strip()]
+    unknown = sorted(set(names or ()) - set(compiled.OPERATIONS))
+    if unknown:
+        known = ", ".join(compiled.OPERATIONS)
+        print(f"unknown operation(s) {', '.join(unknown)}; known: {known}", file=sys.stderr)
+        return 2
+    kernels = compiled.signatures(names)
+    if args.list:
+        for name, dtypes in kernels:
+            print(f"{name}({','.join(str(d) for d in dtypes)})")
+        return 0
+    if not compiled.available():
+        print("the compiled path is off (numba missing, or BCAST_COMPILED=0)", file=sys.stderr)
+        return 1
+
+    def report(kernel: str, ready: bool, seconds: float) -> None:
+        print(f"{kernel:48s} {'ready' if ready else 'FAILED'} {seconds:6.2f} s", flush=True)
+
+    ready = compiled.warm(names, report)
+    print(f"{ready} of {len(kernels)} kernels ready")
+    return 0 if ready == len(kernels) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
