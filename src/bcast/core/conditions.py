@@ -29,6 +29,7 @@ __all__ = [
     "is_open",
     "readable",
     "shown",
+    "sizes_broadcast",
     "symbols_at",
 ]
 
@@ -336,7 +337,7 @@ def _search(
         if any(v is None or v < 0 for _, v in values):
             continue  # no size there: neither runs nor fails
         decided += 1
-        if not _holds(values, mode, target):
+        if not sizes_broadcast(values, mode, target):
             if failing and failing[-1][1] == value - 1:
                 failing[-1] = (failing[-1][0], value)
             else:
@@ -351,10 +352,18 @@ def _constants(dim: Dim, expressions: Mapping[str, Expr]) -> tuple[int, ...]:
     return expressions[dim.name].constants if dim.name is not None else ()
 
 
-def _holds(values: list[tuple[int, int | None]], mode: Mode, target: int | None) -> bool:
+def sizes_broadcast(
+    values: Sequence[tuple[int, int | None]], mode: Mode, target: int | None
+) -> bool:
     """Tell whether sizes ``values`` (operand index, size) broadcast at one axis.
 
-    The per-dimension merge decides (`merge_dims` both ways, `merge_into` one way).
+    The per-dimension merge decides (`merge_dims` both ways, `merge_into` one way into
+    operand ``target``); a size of None is an operand without that axis.
+
+    >>> sizes_broadcast([(0, 3), (1, 1)], Mode.NUMPY, None)
+    True
+    >>> sizes_broadcast([(0, 1), (1, 3)], Mode.UNIDIRECTIONAL, 0)  # 3 into 1: no
+    False
     """
     dims = [(k, Dim(v)) for k, v in values if v is not None]
     if mode is Mode.NONE:

@@ -10,7 +10,6 @@ OpenVINO attribute pitfalls.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Final
@@ -30,6 +29,7 @@ from bcast.models.graph import (
     Unchecked,
     bind_dims,
     bind_expressions,
+    topological_order,
 )
 from bcast.models.node_checks import check_node
 
@@ -42,33 +42,11 @@ DEFAULT_MAX_ELEMENTS: Final = 2**31
 
 def _topological(nodes: Sequence[Node], path: str) -> list[Node]:
     """Order nodes so that producers come first (file order among equals); reject cycles."""
-    producer: dict[str, int] = {}
-    for index, node in enumerate(nodes):
-        for out in node.outputs:
-            if out:
-                producer[out] = index
-    waiting = [0] * len(nodes)
-    users: list[list[int]] = [[] for _ in nodes]
-    for index, node in enumerate(nodes):
-        for name in set(node.inputs):
-            source = producer.get(name)
-            if name and source is not None:
-                waiting[index] += 1
-                users[source].append(index)
-    ready = [i for i, count in enumerate(waiting) if count == 0]
-    heapq.heapify(ready)
-    order: list[Node] = []
-    while ready:
-        index = heapq.heappop(ready)
-        order.append(nodes[index])
-        for user in users[index]:
-            waiting[user] -= 1
-            if waiting[user] == 0:
-                heapq.heappush(ready, user)
-    if len(order) < len(nodes):
-        stuck = next(nodes[i] for i, count in enumerate(waiting) if count > 0)
-        raise ModelError(f"{path}: the graph has a cycle through node {stuck.name!r} ({stuck.op})")
-    return order
+    order, stuck = topological_order([n.inputs for n in nodes], [n.outputs for n in nodes])
+    if stuck is not None:
+        node = nodes[stuck]
+        raise ModelError(f"{path}: the graph has a cycle through node {node.name!r} ({node.op})")
+    return [nodes[i] for i in order]
 
 
 def check_graph(

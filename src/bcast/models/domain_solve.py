@@ -24,8 +24,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from bcast.core.conditions import SEARCHED, Condition, readable
-from bcast.core.dim import Dim, merge_dims, merge_into
+from bcast.core.conditions import SEARCHED, Condition, readable, sizes_broadcast
+from bcast.core.dim import Dim
 from bcast.core.modes import Mode
 from bcast.core.plans import Plan
 from bcast.core.shape import Shape
@@ -102,20 +102,6 @@ def _column(p: Plan, axis: int) -> list[tuple[int, Dim]]:
     return column
 
 
-def _holds(values: list[tuple[int, int]], mode: Mode, target: int | None) -> bool:
-    """Tell whether sizes (operand, size) broadcast at one axis, by the per-dimension merge."""
-    dims = [(k, Dim(v)) for k, v in values]
-    if mode is Mode.NONE:
-        return len({d for _, d in dims}) <= 1
-    if target is None:
-        merged: Dim | None = Dim(1)
-        for _, dim in dims:
-            merged = merge_dims(merged, dim) if merged is not None else None
-        return merged is not None
-    into = [d for k, d in dims if k == target]
-    return not into or all(merge_into(into[0], d) is not None for k, d in dims if k != target)
-
-
 def _column_test(dims: _Dims, column: list[tuple[int, Dim]], mode: Mode) -> Test:
     kept = [(k, d) for k, d in column if dims.symbols(d) is not None]
     target = _ONE_WAY_TARGET.get(mode)
@@ -127,7 +113,7 @@ def _column_test(dims: _Dims, column: list[tuple[int, Dim]], mode: Mode) -> Test
             if v is None or v < 0:
                 return None
             values.append((k, v))
-        return _holds(values, mode, target)
+        return sizes_broadcast(values, mode, target)
 
     return test
 

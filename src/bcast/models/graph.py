@@ -7,7 +7,8 @@ imports neither ``onnx`` nor ``openvino``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import heapq
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from html import escape
@@ -29,6 +30,7 @@ __all__ = [
     "Subgraph",
     "Unchecked",
     "bind_dims",
+    "topological_order",
     "bind_expressions",
 ]
 
@@ -405,3 +407,45 @@ def bind_expressions(dims: Mapping[str, int], expressions: Mapping[str, Expr]) -
             if value is not None and value >= 0:
                 bound[name] = value
     return bound
+
+
+def topological_order(
+    inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]
+) -> tuple[list[int], int | None]:
+    """Order nodes so that producers come first (file order among equals).
+
+    ``inputs[i]`` and ``outputs[i]`` are node ``i``'s value names (``""``: absent). Returns
+    the order (node indices) and, when the nodes depend on each other in a circle, the
+    index of one node on it (else None); the order then holds only the nodes before it.
+
+    >>> topological_order([["b"], ["x"]], [["y"], ["b"]])
+    ([1, 0], None)
+    >>> topological_order([["b"], ["a"]], [["a"], ["b"]])
+    ([], 0)
+    """
+    producer: dict[str, int] = {}
+    for index, names in enumerate(outputs):
+        for out in names:
+            if out:
+                producer[out] = index
+    waiting = [0] * len(inputs)
+    users: list[list[int]] = [[] for _ in inputs]
+    for index, names in enumerate(inputs):
+        for name in set(names):
+            source = producer.get(name)
+            if name and source is not None:
+                waiting[index] += 1
+                users[source].append(index)
+    ready = [i for i, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        index = heapq.heappop(ready)
+        order.append(index)
+        for user in users[index]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, user)
+    if len(order) < len(inputs):
+        return order, next(i for i, count in enumerate(waiting) if count > 0)
+    return order, None

@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 
 from bcast.models import ModelError
+from bcast.models.graph import topological_order
 
 __all__ = ["MAX_EXPANDED_NODES", "MAX_NESTING", "check_integrity", "check_structure", "graphs"]
 
@@ -190,32 +191,11 @@ def _check_text(path: str, model: onnx.ModelProto) -> None:
 
 def _check_acyclic(path: str, nodes: Any, where: str) -> None:
     """Raise `ModelError` if a node of ``nodes`` depends on its own output."""
-    producer: dict[str, int] = {}
-    for index, node in enumerate(nodes):
-        for out in node.output:
-            if out:
-                producer[out] = index
-    waiting = [0] * len(nodes)
-    users: list[list[int]] = [[] for _ in range(len(nodes))]
-    for index, node in enumerate(nodes):
-        for name in set(node.input):
-            source = producer.get(name)
-            if name and source is not None:
-                waiting[index] += 1
-                users[source].append(index)
-    ready = [i for i, count in enumerate(waiting) if count == 0]
-    done = 0
-    while ready:
-        index = ready.pop()
-        done += 1
-        for user in users[index]:
-            waiting[user] -= 1
-            if waiting[user] == 0:
-                ready.append(user)
-    if done < len(nodes):
-        stuck = next(nodes[i] for i, count in enumerate(waiting) if count > 0)
-        name = stuck.name or stuck.op_type
+    _, stuck = topological_order([n.input for n in nodes], [n.output for n in nodes])
+    if stuck is not None:
+        node = nodes[stuck]
+        name = node.name or node.op_type
         raise ModelError(
             f"{path}: unreadable ONNX model: {where} has a cycle through node {name!r} "
-            f"({stuck.op_type})"
+            f"({node.op_type})"
         )
