@@ -217,6 +217,7 @@ def test_schemas_ship_in_the_package() -> None:
     folder = Path(bcast.cli.__file__).parent / "schemas"
     assert sorted(p.name for p in folder.glob("*.json")) == [
         "check.json",
+        "domain.json",
         "explain.json",
         "shape.json",
         "usage.json",
@@ -284,3 +285,20 @@ def test_explain_exports_the_table_as_a_picture(fmt: str, start: str) -> None:
 def test_completion_is_documented_in_the_readme() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert "_BCAST_COMPLETE=bash_source bcast" in readme
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["tests/fixtures/real/bert_dynamo.onnx"], id="domain"),
+        pytest.param(["tests/fixtures/real/bert_dynamo.onnx", "--dim", "s41=65"], id="outside"),
+        pytest.param(["no-such-model.onnx"], id="unreadable"),
+    ],
+)
+def test_domain_json_follows_its_shipped_schema(args: list[str]) -> None:
+    root = Path(__file__).parents[2]
+    schema = json.loads((Path(bcast.cli.__file__).parent / "schemas" / "domain.json").read_text())
+    result = run("domain", "--json", *[str(root / a) if a.endswith(".onnx") else a for a in args])
+    obj = json.loads(result.stdout)
+    jsonschema.validate(obj, schema)
+    assert result.exit_code in (0, 1, 2)
