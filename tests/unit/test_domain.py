@@ -248,3 +248,36 @@ def test_an_empty_domain_is_an_error_finding() -> None:
     assert [f.kind for f in report.errors] == ["empty-domain"]
     for n in (1, 2, 3, 4):  # onnxruntime: no size runs
         assert _run(model, {"x": np.ones((n,), np.float32)}) is not None
+
+
+# -- the domain in check's reports, and written back into the model ---------------------------
+
+REAL_BERT = REAL / "bert_dynamo.onnx"
+
+
+def test_check_json_sarif_and_html_carry_the_domain() -> None:
+    runner = CliRunner()
+    out = json.loads(runner.invoke(main, ["check", "--json", str(REAL_BERT)]).stdout)
+    dims = {d["name"]: d["values"] for d in out["models"][0]["domain"]["dims"]}
+    assert dims["s41"] == "1..64"  # onnxruntime: runs at 64, fails at 65 (above)
+    sarif = json.loads(runner.invoke(main, ["check", "--format", "sarif", str(REAL_BERT)]).stdout)
+    (domain,) = sarif["runs"][0]["properties"]["domains"].values()
+    assert {d["name"]: d["values"] for d in domain["dims"]}["s41"] == "1..64"
+    page = runner.invoke(main, ["check", "--format", "html", str(REAL_BERT)]).stdout
+    assert "runs for:" in page and "1..64" in page
+
+
+def test_write_metadata_puts_the_domain_into_a_copy_of_the_model(tmp_path: Path) -> None:
+    target = tmp_path / "with_domain.onnx"
+    result = CliRunner().invoke(main, ["domain", str(REAL_BERT), "--write-metadata", str(target)])
+    assert result.exit_code == 0, result.output
+    written = onnx.load(target)
+    props = {p.key: p.value for p in written.metadata_props}
+    assert props["bcast.dim.s41"] == "1..64"
+    assert json.loads(props["bcast.domain"])["dims"][1]["name"] == "s41"
+    original = onnx.load(REAL_BERT)
+    assert written.graph == original.graph  # nothing else changed
+    # The model still runs in onnxruntime, at a size inside the domain.
+    session = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.ones((2, 64), np.int64) for i in session.get_inputs()}
+    session.run(None, feeds)

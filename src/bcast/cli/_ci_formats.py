@@ -97,6 +97,14 @@ def sarif_log(results: Results) -> str:
                 },
                 "results": sarif_results,
                 "columnKind": "unicodeCodePoints",
+                # The input sizes each model runs for (bcast domain), by model path.
+                "properties": {
+                    "domains": {
+                        path: result.domain.to_json()
+                        for path, result in results
+                        if not isinstance(result, str)
+                    }
+                },
             }
         ],
     }

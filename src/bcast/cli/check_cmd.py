@@ -260,7 +260,14 @@ def _model_json(path: str, result: Report | str) -> dict[str, Any]:
     if isinstance(result, str):
         failure = error_json("unreadable", result)
         coverage = {"broadcasting_nodes": 0, "unchecked": []}
-        return {"path": path, "nodes": 0, "findings": [], "coverage": coverage, "error": failure}
+        return {
+            "path": path,
+            "nodes": 0,
+            "findings": [],
+            "coverage": coverage,
+            "domain": None,
+            "error": failure,
+        }
     return {**result.to_json(), "path": path}
 
 

@@ -13,7 +13,9 @@ from typing import Any, NoReturn
 import click
 
 from bcast.loading import check as check_model
+from bcast.loading import is_ir
 from bcast.models import ModelError
+from bcast.onnx.metadata import write_domain_metadata
 
 from ._model_options import dim_option, dims_of_bindings, one_line
 from ._output import ExitCode, emit_json, exit_with
@@ -31,8 +33,23 @@ Examples:
 )
 @click.argument("model", metavar="MODEL")
 @dim_option
+@click.option(
+    "--write-metadata",
+    "metadata_path",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help=(
+        "Write a copy of the ONNX model whose metadata_props carry the domain "
+        "(bcast.domain: the JSON; bcast.dim.NAME: the sizes of each input dim)."
+    ),
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def domain(model: str, bindings: tuple[tuple[str, int], ...], as_json: bool) -> None:
+def domain(
+    model: str,
+    bindings: tuple[tuple[str, int], ...],
+    metadata_path: str | None,
+    as_json: bool,
+) -> None:
     """Say for which sizes of its input dims a model runs, and which node imposes each part.
 
     Every condition that shape propagation finds (broadcasts of every mode, MatMul inner
@@ -58,6 +75,13 @@ def domain(model: str, bindings: tuple[tuple[str, int], ...], as_json: bool) -> 
             as_json,
         )
     found = report.domain
+    if metadata_path is not None:
+        if is_ir(model):
+            _fail(model, f"{model}: --write-metadata writes ONNX models, not OpenVINO IR", as_json)
+        try:
+            write_domain_metadata(model, metadata_path, found)
+        except (ModelError, OSError) as err:
+            _fail(model, one_line(f"{model}: cannot write {metadata_path}: {err}"), as_json)
     failure = found.first_failure(dims) if dims else None
     unknown = [n for n in dims if found.dim(n) is None]
     if as_json:

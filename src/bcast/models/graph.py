@@ -303,6 +303,7 @@ class Report:
                     {"node": u.node, "op": u.op, "reason": u.reason} for u in self.unchecked
                 ],
             },
+            "domain": self.domain.to_json(),
             "error": None,
         }
 
@@ -354,7 +355,9 @@ class Report:
                 f"<div>{escape(f.reason)}</div>{picture}</li>"
             )
         head = f"<h3>{escape(self._heading())}</h3>"
-        return head + (f"<ul>{''.join(items)}</ul>" if items else "")
+        domain = self.domain.lines()
+        runs = f"<p>runs for:</p><pre>{escape(chr(10).join(domain))}</pre>" if domain else ""
+        return head + (f"<ul>{''.join(items)}</ul>" if items else "") + runs
 
     def _repr_html_(self) -> str:
         return self.to_html()
