@@ -25,6 +25,10 @@ from bcast.models.pictures import error_picture, operand_label, upper_size
 __all__ = ["check_node"]
 
 
+# Plans known to carry no condition (a large model repeats its layers); without expressions.
+_UNCONDITIONAL: set[tuple[object, ...]] = set()
+
+
 @dataclass(slots=True)
 class _Context:
     node: Node
@@ -170,7 +174,13 @@ def _apply(
     if not report:
         return p.output
     rank, exprs = p.output.rank, ctx.graph.expressions
-    conditions = find_conditions(p, names, expressions=exprs)
+    key = (p.mode, p.shapes, p.alignment)
+    if key in _UNCONDITIONAL and not exprs:
+        conditions = []  # a plan seen before (a model repeats its layers), with none
+    else:
+        conditions = find_conditions(p, names, expressions=exprs)
+        if not conditions and len(_UNCONDITIONAL) < 65536:
+            _UNCONDITIONAL.add(key)
     if ctx.collect is not None:
         ctx.collect.append(PlanRecord(ctx.node.name, ctx.node.op, p, tuple(conditions)))
     for found in conditions:

@@ -122,14 +122,20 @@ def shape_of(
     info: onnx.ValueInfoProto,
     params: set[str] | frozenset[str],
     expressions: dict[str, Expr] | None = None,
+    seen: dict[bytes, Shape] | None = None,
 ) -> Shape:
     """Return the shape a value info declares (``[...]`` when it declares none).
 
-    Dims written as expressions are recorded in ``expressions`` (see `symbol`).
+    Dims written as expressions are recorded in ``expressions`` (see `symbol`). ``seen``
+    remembers the shapes read for one graph (with one ``params`` and ``expressions``): a
+    large graph declares the same few shapes thousands of times.
     """
     tensor = info.type.tensor_type
     if not tensor.HasField("shape"):
         return Shape.dynamic()
+    key = tensor.shape.SerializeToString() if seen is not None else b""
+    if seen is not None and key in seen:
+        return seen[key]
     dims: list[Dim] = []
     for dim in tensor.shape.dim:
         if dim.HasField("dim_value") and dim.dim_value >= 0:
@@ -138,7 +144,10 @@ def shape_of(
             dims.append(symbol(dim.dim_param, params, expressions))
         else:
             dims.append(Dim.unknown())
-    return Shape(dims)
+    shape = Shape.of_dims(tuple(dims))
+    if seen is not None:
+        seen[key] = shape
+    return shape
 
 
 def attribute(proto: onnx.NodeProto, name: str, default: Any) -> Any:

@@ -185,6 +185,7 @@ class _Reader:
         graph.shape_values.update(scope.shape_values)
         types = dict(scope.types)
         params = set(scope.params)
+        seen: dict[bytes, Shape] = {}  # the shapes read in this graph, by their proto
         for info in proto.input:
             for dim in info.type.tensor_type.shape.dim:
                 if dim.HasField("dim_param"):
@@ -198,14 +199,14 @@ class _Reader:
                 graph.constants[init.name] = value
         for info in proto.input:
             if info.name not in graph.shapes:
-                graph.shapes[info.name] = shape_of(info, params, graph.expressions)
+                graph.shapes[info.name] = shape_of(info, params, graph.expressions, seen)
                 types[info.name] = info.type
                 item_size(graph, info.name, info.type.tensor_type.elem_type)
         peer: dict[str, Shape] = {}
         source = peer_proto if peer_proto is not None else proto
         for info in [*source.value_info, *source.output, *proto.output]:
             if info.name not in peer and info.type.HasField("tensor_type"):
-                peer[info.name] = shape_of(info, params, graph.expressions)
+                peer[info.name] = shape_of(info, params, graph.expressions, seen)
                 types.setdefault(info.name, info.type)
                 item_size(graph, info.name, info.type.tensor_type.elem_type)
         for target, probe in probes.items():
