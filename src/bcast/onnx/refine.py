@@ -21,6 +21,7 @@ from typing import Final
 import onnx
 
 from bcast.core.dim import Dim
+from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.models import Graph, ModelError, propagate_shapes
@@ -238,7 +239,10 @@ def _reshape(target: Value | None, proto: onnx.NodeProto, data: Shape) -> Shape 
     if target is None or any(isinstance(e, bool) for e in target):
         return None
     values = [e for e in target if not isinstance(e, bool)]
-    return reshape_output(data, values, bool(attribute(proto, "allowzero", 0)))
+    try:
+        return reshape_output(data, values, bool(attribute(proto, "allowzero", 0)))
+    except BroadcastError:  # a size past what a dim can hold: the model is broken there
+        return None
 
 
 def elem_types(proto: onnx.GraphProto, inferred: onnx.GraphProto | None) -> dict[str, int]:

@@ -184,9 +184,10 @@ def _evaluate(
         size = ins[0]
         tensor = attribute(node, "value", None)
         fill = _ints(tensor) if isinstance(tensor, onnx.TensorProto) else (0,)
-        if size is None or len(size) != 1 or fill is None or _static(size[0]) is None:
-            return None
-        return fill * int(_static(size[0]) or 0)
+        count = _static(size[0]) if size is not None and len(size) == 1 else None
+        if count is None or fill is None or not 0 <= count <= _MAX_ELEMENTS:
+            return None  # a shape tensor is small: anything larger is not one
+        return fill * count
     if any(v is None for v in ins[:1]):
         return None
     first: Value = ins[0] or ()
