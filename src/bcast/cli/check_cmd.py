@@ -299,8 +299,16 @@ def _render_report(console: Console, graph: Graph, report: Report) -> None:
         _say(console, path)
         _say(console, Text.assemble("  ", status))
     coverage = report.coverage()
-    if coverage is not None:
-        _say(console, Text("  " + coverage, style=_STYLE[Severity.INFO]))
+    if coverage is not None:  # wrapped at spaces only: a node name is never split
+        lines = textwrap.wrap(
+            coverage,
+            width=max(console.width, 40) - 2,
+            break_long_words=False,
+            break_on_hyphens=False,
+            subsequent_indent="  ",
+        )
+        for line in lines:
+            _say(console, Text("  " + line, style=_STYLE[Severity.INFO]))
     for finding in report.findings:
         _render_finding(console, finding)
     console.print()
