@@ -285,7 +285,7 @@ def _image_built(module: Any, source: str, dynamic_hw: bool) -> Built:
 
 
 def resnet() -> Built:
-    """torchvision ResNet-18 topology (BasicBlock) at 1/8 width, one block per stage."""
+    """Torchvision ResNet-18 topology (BasicBlock) at 1/8 width, one block per stage."""
     import torch
     from torchvision.models.resnet import BasicBlock, ResNet
 
@@ -313,7 +313,7 @@ def resnet() -> Built:
 
 
 def mobilenet() -> Built:
-    """torchvision MobileNetV3-Small, width_mult=0.25 (SE blocks: Mul [N,C,1,1] x [N,C,H,W])."""
+    """Torchvision MobileNetV3-Small, width_mult=0.25 (SE blocks: Mul [N,C,1,1] x [N,C,H,W])."""
     from torchvision.models import mobilenet_v3_small
 
     _seed()
@@ -322,7 +322,7 @@ def mobilenet() -> Built:
 
 
 def efficientnet() -> Built:
-    """timm EfficientNet-B0 topology with channel and depth multipliers 0.25."""
+    """Timm EfficientNet-B0 topology with channel and depth multipliers 0.25."""
     from timm.models.efficientnet import _gen_efficientnet
 
     _seed()

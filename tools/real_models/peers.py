@@ -10,7 +10,9 @@ message's first line) or ``n/a`` (the peer does not read this format).
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 PEERS = ("onnx_checker", "onnx_shape_inference", "onnxruntime", "openvino")
@@ -35,9 +37,14 @@ _BOILERPLATE = (
 )
 
 
+_ROOT = Path(__file__).resolve().parents[2]
+
+
 def _short(exc: BaseException) -> str:
     """The lines of a peer's error that say what failed (OpenVINO's are long), cut to 700."""
     text = f"{type(exc).__name__}: {exc}".strip()
+    # Paths in a peer's message are written relative to the repository (no machine paths).
+    text = text.replace(str(_ROOT) + os.sep, "")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     keep = [ln for ln in lines[1:] if not ln.startswith(_BOILERPLATE)]
     msg = " | ".join([lines[0], *keep][:8]) if lines else type(exc).__name__
