@@ -16,12 +16,12 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_check_is_clean() -> None:
-    result = _run("ruff", "check", "src", "tests", "benchmarks", "examples")
+    result = _run("ruff", "check", "src", "tests", "benchmarks", "examples", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format_is_clean() -> None:
-    result = _run("ruff", "format", "--check", "src", "tests", "benchmarks", "examples")
+    result = _run("ruff", "format", "--check", "src", "tests", "benchmarks", "examples", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
