@@ -17,8 +17,8 @@ from bcast.loading import is_ir
 from bcast.models import ModelError
 from bcast.onnx.metadata import write_domain_metadata
 
-from ._model_options import dim_option, dims_of_bindings, one_line
-from ._output import ExitCode, emit_json, exit_with
+from ._model_options import dim_option, dims_of_bindings, limit_options, model_limits, one_line
+from ._output import ExitCode, emit_json, error_json, exit_with
 
 __all__ = ["domain"]
 
@@ -33,6 +33,7 @@ Examples:
 )
 @click.argument("model", metavar="MODEL")
 @dim_option
+@limit_options
 @click.option(
     "--write-metadata",
     "metadata_path",
@@ -47,6 +48,8 @@ Examples:
 def domain(
     model: str,
     bindings: tuple[tuple[str, int], ...],
+    timeout: float,
+    max_memory: int | None,
     metadata_path: str | None,
     as_json: bool,
 ) -> None:
@@ -65,7 +68,8 @@ def domain(
     """
     dims = dims_of_bindings(bindings)
     try:
-        report = check_model(model)
+        with model_limits(timeout, max_memory):  # the peers read the model in the worker
+            report = check_model(model)
     except ModelError as err:
         _fail(model, one_line(str(err)), as_json)
     except Exception as err:  # a reader library failing on hostile input: still one line
@@ -87,7 +91,6 @@ def domain(
     if as_json:
         emit_json(
             {
-                "schema_version": 1,
                 "path": model,
                 "domain": found.to_json(),
                 "point": {
@@ -120,11 +123,8 @@ def domain(
 
 def _fail(model: str, message: str, as_json: bool) -> NoReturn:
     if as_json:
-        error: dict[str, object] = {"kind": "usage", "message": message, "summary": message}
-        error.update({"reason": message, "axis": None, "operand": None})
-        emit_json(
-            {"schema_version": 1, "path": model, "domain": None, "point": None, "error": error}
-        )
+        error = error_json("unreadable", message)
+        emit_json({"path": model, "domain": None, "point": None, "error": error})
     else:
         click.echo(f"bcast: {message}", err=True)
     exit_with(ExitCode.USAGE)
