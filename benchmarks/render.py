@@ -22,16 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import render_sizes
 
 COMBINED_SCHEMA = "bcast-bench/1"  # run_all.py: {"ops": ..., "shapes": ...}
-TIMES = "\u00d7"  # the multiplication sign of "2.50x"
-
-FAMILY_COLORS = {
-    "bcast": "#d62728",
-    "NumPy": "#1f77b4",
-    "numexpr": "#9467bd",
-    "onnxruntime": "#2ca02c",
-    "OpenVINO": "#17becf",
-    "PyTorch": "#ff7f0e",
-}
+TIMES = render_sizes.TIMES  # the multiplication sign of "2.50x"
+FAMILY_COLORS = render_sizes.FAMILY_COLORS
 
 
 # --------------------------------------------------------------------------------------------

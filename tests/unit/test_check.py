@@ -1370,3 +1370,9 @@ def test_a_body_phrases_conditions_on_the_outer_graph_s_expressions():
     assert found.node == "if/then/add"
     assert found.reason.startswith("fails when s0 > 64 ")
     assert [f.kind for f in check_graph(outer, dims={"s0": 65}).findings] == ["incompatible"]
+
+
+def test_every_rule_has_its_check():
+    from bcast.models import node_checks
+
+    assert set(node_checks._CHECKS) == set(Rule)

@@ -290,6 +290,28 @@ def exit_with(code: ExitCode) -> NoReturn:
     raise click.exceptions.Exit(int(code))
 
 
+def output_format(
+    chosen: str | None,
+    as_json: bool,
+    *,
+    command_path: str,
+    skeleton: Callable[[], Mapping[str, Any]],
+) -> str:
+    """Resolve ``--format`` and its alias ``--json`` (both given must agree); lower case.
+
+    ``skeleton`` gives the command's JSON with every member empty, for the usage error.
+    """
+    fmt = (chosen or ("json" if as_json else "text")).lower()
+    if as_json and fmt != "json":
+        fail_usage(
+            f"--json is --format json; got both --json and --format {chosen}",
+            command_path=command_path,
+            as_json=True,
+            payload=skeleton(),
+        )
+    return fmt
+
+
 def fail_usage(
     message: str,
     *,

@@ -45,10 +45,10 @@ from ._output import (
     emit_json,
     error_json,
     exit_with,
-    fail_usage,
     stderr_console,
     stdout_console,
 )
+from ._output import output_format as resolve_format
 
 __all__ = ["check", "check_skeleton"]
 
@@ -153,7 +153,9 @@ def check(
 
     Exit status: 0 clean (info notes only), 1 findings, 2 unreadable input.
     """
-    fmt = _format(output_format, as_json)
+    fmt = resolve_format(
+        output_format, as_json, command_path="bcast check", skeleton=check_skeleton
+    )
     as_json = fmt == "json"
     dims = dims_of_bindings(bindings)
     console = stdout_console()
@@ -205,19 +207,6 @@ def check(
     if any(isinstance(r, Report) and r.failed for _, r in results):
         exit_with(ExitCode.FINDINGS)
     exit_with(ExitCode.OK)
-
-
-def _format(output_format: str | None, as_json: bool) -> str:
-    """Resolve --format and its alias --json (both given must agree)."""
-    fmt = (output_format or ("json" if as_json else "text")).lower()
-    if as_json and fmt != "json":
-        fail_usage(
-            f"--json is --format json; got both --json and --format {output_format}",
-            command_path="bcast check",
-            as_json=True,
-            payload=check_skeleton(),
-        )
-    return fmt
 
 
 def check_skeleton() -> dict[str, Any]:

@@ -29,6 +29,7 @@ from ._output import (
     fail_usage,
     recording_console,
 )
+from ._output import output_format as resolve_format
 from ._output import stdout_console as _stdout_console
 
 __all__ = ["explain", "explain_skeleton", "shape", "shape_skeleton"]
@@ -351,14 +352,9 @@ def explain(
     output_format: str | None,
 ) -> None:
     """Show how SHAPE... broadcast, axis by axis (the help text is `_EXPLAIN_COMMAND_HELP`)."""
-    fmt = (output_format or ("json" if as_json else "text")).lower()
-    if as_json and fmt != "json":
-        fail_usage(
-            f"--json is --format json; got both --json and --format {output_format}",
-            command_path="bcast explain",
-            as_json=True,
-            payload=explain_skeleton(),
-        )
+    fmt = resolve_format(
+        output_format, as_json, command_path="bcast explain", skeleton=explain_skeleton
+    )
     as_json = fmt == "json"
     request = _request(shapes, mode, axis, axes_mapping)
     outcome = request.apply()

@@ -8,7 +8,6 @@ and takes from the file's own ``value_info`` only what the facts leave unknown.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator, Set
 from typing import Final
 
@@ -19,12 +18,11 @@ from onnx import numpy_helper
 from bcast.models.isolation import IsolationError
 from bcast.onnx._integrity import graphs
 from bcast.onnx.peer import infer_isolated
-from bcast.onnx.protos import DEFAULT_DOMAINS, read_opsets
+from bcast.onnx.protos import DEFAULT_DOMAINS, invented, read_opsets
 
 __all__ = ["infer", "infer_with_claims"]
 
 _PROBE: Final = "bcast::probe"  # not a name exporters write: ':' is rare, '::' rarer
-_UNK: Final = re.compile(r"unk__\d+")  # names ONNX inference invents
 
 
 def infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, str]]:
@@ -103,7 +101,7 @@ def _merge_claim(fact: onnx.TypeProto.Tensor, claim: onnx.TypeProto.Tensor) -> N
         if mine.HasField("dim_value"):
             continue  # a static fact: a claim never overrides it
         if theirs.HasField("dim_value") or (
-            theirs.HasField("dim_param") and not _UNK.fullmatch(theirs.dim_param)
+            theirs.HasField("dim_param") and not invented(theirs.dim_param)
         ):
             mine.CopyFrom(theirs)
 

@@ -23,6 +23,7 @@ from bcast.models import Graph, ModelError
 
 __all__ = [
     "DEFAULT_DOMAINS",
+    "invented",
     "attribute",
     "constant_node_ints",
     "item_size",
@@ -61,6 +62,15 @@ def item_size(graph: Graph, name: str, elem_type: int) -> None:
     except (KeyError, ValueError, TypeError):
         return
     graph.item_sizes[name] = int(np.dtype(dtype).itemsize)
+
+
+def invented(name: str) -> bool:
+    """Tell whether ``name`` is one ONNX shape inference invents (``unk__3``), not a model's.
+
+    >>> invented("unk__3"), invented("batch")
+    (True, False)
+    """
+    return _UNK.fullmatch(name) is not None
 
 
 def symbol(
