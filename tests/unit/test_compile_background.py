@@ -30,19 +30,12 @@ LARGE = {"threads": 2, "parallel_min": 1, "compiled_thread_work": 1}  # the comp
 
 
 @pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+def calls(
+    monkeypatch: pytest.MonkeyPatch, compiled_runs: list[tuple[str, bool]]
+) -> list[tuple[str, bool]]:
     """Record (operation, whether the compiled path ran) for each `compiled.run`."""
-    seen: list[tuple[str, bool]] = []
-    real = _compiled.run
-
-    def spy(name: str, *args: Any, **kwargs: Any) -> bool:
-        done = real(name, *args, **kwargs)
-        seen.append((name, done))
-        return done
-
-    monkeypatch.setattr(_compiled, "run", spy)
     monkeypatch.delenv("BCAST_COMPILED", raising=False)
-    return seen
+    return compiled_runs
 
 
 @pytest.fixture

@@ -36,17 +36,11 @@ FORCED = {
 
 
 @pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
+def calls(
+    monkeypatch: pytest.MonkeyPatch, compiled_runs: list[tuple[str, bool]]
+) -> Iterator[list[tuple[str, bool]]]:
     """Record (operation, whether it ran) for each call of `bcast.engine.compiled.run`."""
-    seen: list[tuple[str, bool]] = []
-    real = _compiled.run
-
-    def spy(name: str, *args: Any, **kwargs: Any) -> bool:
-        done = real(name, *args, **kwargs)
-        seen.append((name, done))
-        return done
-
-    monkeypatch.setattr(_compiled, "run", spy)
+    seen = compiled_runs
     monkeypatch.setattr(_compiled, "CHUNK_BYTES", 1)  # threads claim one row at a time
     monkeypatch.setattr(_compiled, "_walks", {})  # every layout planned afresh
     yield seen
