@@ -15,7 +15,13 @@ from bcast.core.planning import plan
 from bcast.core.plans import Plan
 from bcast.core.shape import ShapeLike, as_shape
 
-__all__ = ["MAX_RANK", "check_array_shape", "plan_to_target", "static_shape"]
+__all__ = [
+    "MAX_RANK",
+    "check_array_shape",
+    "check_result_shape",
+    "plan_to_target",
+    "static_shape",
+]
 
 MAX_RANK: Final = 64
 """The most dimensions a NumPy array has (NumPy 2; 32 before it)."""
@@ -101,3 +107,19 @@ def plan_to_target(
         rule = Mode.UNIDIRECTIONAL if parsed is Mode.NUMPY else parsed
         return plan(target, x_shape, mode=rule, axis=axis, axes_mapping=axes_mapping), 1
     return plan(x_shape, target, mode=parsed, axis=axis, axes_mapping=axes_mapping), 0
+
+
+_FITS: set[tuple[tuple[int, ...], int]] = set()
+
+
+def check_result_shape(op: str, shape: tuple[int, ...], itemsize: int) -> None:
+    """`check_array_shape` for an operator's result, once per shape (the hot path skips it).
+
+    >>> check_result_shape("add", (2, 3), 8)
+    """
+    if (shape, itemsize) in _FITS:
+        return
+    check_array_shape(shape, itemsize, f"{op}: the result")
+    if len(_FITS) >= 4096:
+        _FITS.clear()  # O(1) amortised, like the plan cache
+    _FITS.add((shape, itemsize))

@@ -22,7 +22,7 @@ import numpy as np
 
 from bcast.arrays.dtypes import ITEMSIZE, dtype_name
 from bcast.arrays.libraries import Library, shape_of
-from bcast.arrays.targets import check_array_shape
+from bcast.arrays.targets import check_result_shape
 from bcast.arrays.views import aligned_view, output_shape
 from bcast.core.plans import Plan
 from bcast.engine import compiled as _compiled
@@ -279,7 +279,7 @@ def execute(
         return dask.execute(op, plan, kernel, operands, dtype=dtype, out=out, slots=slots)
     xp = lib.xp
     shape = output_shape(plan)
-    check_array_shape(shape, np.dtype(dtype).itemsize if xp is None else 1, f"{op}: the result")
+    check_result_shape(op, shape, np.dtype(dtype).itemsize if xp is None else 1)
     if xp is None and not all(x.dtype.isnative for x in operands):  # '>u8' on little-endian
         operands = [
             x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("=")) for x in operands
