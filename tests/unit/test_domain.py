@@ -83,6 +83,44 @@ def test_bert_dynamo_runs_for_seq_up_to_64_and_fails_at_the_position_add() -> No
         _agrees(path, domain, {"s18": 2, "s41": s, "s43": 2}, feeds)
 
 
+def _ids(batch: int, seq: int) -> np.ndarray:
+    return np.random.default_rng(seq).integers(0, 100, (batch, seq), dtype=np.int64)
+
+
+def test_gpt2_dynamo_ties_its_attention_mask_and_caps_seq_at_its_position_table() -> None:
+    # The dynamo exporter gives the mask dims of their own (s43, s53); GPT-2 reshapes the
+    # mask to [s72, s43*s53//s72] and adds it to the [s72,2,s70,s70] scores; the positions
+    # Range(0, s70) index a table of 64 rows. onnxruntime decides every point.
+    path = str(REAL / "gpt2_dynamo.onnx")
+    domain = bcast.check(path).domain
+    seq = domain.dim("s70")
+    assert seq is not None and seq.text == "1..64"
+    assert [i.node for i in seq.imposed] == ["node_embedding_1"]
+    texts = {r.text: [i.node for i in r.imposed] for r in domain.relations}
+    assert texts["s70, s43*s53//s72 are equal (or 1)"] == ["node_add_168", "node_add_347"]
+    assert texts["s43*s53 must equal s72*(s43*s53//s72)"] == ["node_view_1"]
+    points = [(2, 8, 2, 8), (2, 8, 2, 5), (2, 8, 1, 8), (2, 8, 2, 1), (2, 8, 1, 16)]
+    points += [(2, 8, 3, 5), (2, 8, 3, 8), (1, 64, 1, 64), (1, 65, 1, 65), (3, 4, 1, 12)]
+    for batch, s, mask_batch, mask_seq in points:
+        feeds = {
+            "input_ids": _ids(batch, s),
+            "attention_mask": np.ones((mask_batch, mask_seq), np.int64),
+        }
+        point = {"s72": batch, "s70": s, "s43": mask_batch, "s53": mask_seq}
+        _agrees(path, domain, point, feeds)
+
+
+def test_gpt2_torchscript_caps_seq_at_the_position_gather() -> None:
+    path = str(REAL / "gpt2_torchscript.onnx")
+    domain = bcast.check(path).domain
+    seq = domain.dim("seq")
+    assert seq is not None and seq.text == "1..64"
+    assert [i.node for i in seq.imposed] == ["/model/wpe/Gather"]
+    for s in (1, 64, 65):
+        feeds = {"input_ids": _ids(2, s), "attention_mask": np.ones((2, s), np.int64)}
+        _agrees(path, domain, {"batch": 2, "seq": s}, feeds)
+
+
 def test_bert_dynamo_hands_the_domain_back_to_torch_export_and_openvino() -> None:
     domain = bcast.check(str(REAL / "bert_dynamo.onnx")).domain
     assert 's41 = Dim("s41", min=1, max=64)' in domain.torch_lines()
@@ -136,7 +174,8 @@ def test_a_vit_like_position_embedding_fixes_the_image_size() -> None:
     model = _model(nodes, [x], [y], inits, [p])
     domain = bcast.check(model).domain
     assert (domain.dim("H").text, domain.dim("W").text) == ("16..47", "16..47")
-    assert {i.node for i in domain.dim("H").imposed} == {"pos_add"}
+    # The Conv's window needs H >= 16; the position add cuts the rest.
+    assert {i.node for i in domain.dim("H").imposed} == {"patch", "pos_add"}
     for h, w in [(32, 32), (16, 47), (47, 20), (48, 32), (32, 48), (64, 64)]:
         feeds = {"x": rng.random((1, 3, h, w), np.float32)}
         _agrees(model, domain, {"batch": 1, "H": h, "W": w}, feeds)

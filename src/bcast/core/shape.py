@@ -14,7 +14,7 @@ from typing import Union, overload
 from bcast.core.dim import SMALL_DIMS, Dim, DimLike, as_dim
 from bcast.core.errors import BroadcastError, show_text
 
-__all__ = ["Shape", "ShapeLike", "as_shape"]
+__all__ = ["Shape", "ShapeLike", "as_shape", "informative", "more_precise"]
 
 
 @dataclass(frozen=True, slots=True, init=False, eq=False)
@@ -282,3 +282,32 @@ def as_shape(value: ShapeLike) -> Shape:
             raise TypeError(f"an array used as a shape must be 1-D; got ndim {value.ndim}")
         return Shape(value.tolist())
     return Shape(value)
+
+
+def informative(dim: Dim) -> bool:
+    """Tell whether ``dim`` says anything: a size, a name or an upper bound."""
+    return dim.is_static or dim.name is not None or dim.hi is not None
+
+
+def more_precise(new: Shape, old: Shape) -> Shape | None:
+    """Return ``old`` with what ``new`` knows beyond it, or None if it knows nothing more.
+
+    Only unknown dims of ``old`` are filled; a dim both know is ``old``'s (never contradicted).
+
+    >>> str(more_precise(Shape.parse("[N,16]"), Shape.parse("[?,?]")))
+    '[N,16]'
+    >>> more_precise(Shape.parse("[N,16]"), Shape.parse("[N,16]")) is None
+    True
+    """
+    if new.rank is None:
+        return None
+    if old.rank is None:
+        return new
+    if new.rank != old.rank:
+        return None
+    dims = [
+        n if not informative(o) and informative(n) else o
+        for n, o in zip(new.dims, old.dims, strict=True)
+    ]
+    merged = Shape(dims)
+    return None if merged == old else merged

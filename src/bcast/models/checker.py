@@ -10,12 +10,12 @@ OpenVINO attribute pitfalls.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Final
 
 from bcast.core.dim import intersect_dims
-from bcast.core.shape import Shape
+from bcast.core.shape import Shape, more_precise
 from bcast.models.domain_collect import Record, collect_other
 from bcast.models.domain_solve import solve_domain
 from bcast.models.graph import (
@@ -36,6 +36,9 @@ from bcast.models.node_checks import check_node
 __all__ = ["DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"]
 
 _DYNAMIC: Final = Shape.dynamic()
+
+Derive = Callable[[Node, Mapping[str, Shape]], Sequence[Shape | None] | None]
+"""A node's output shapes from the shapes known so far (`propagate_shapes`'s ``derive``)."""
 DEFAULT_MAX_ELEMENTS: Final = 2**31
 """Broadcast outputs with more elements than this are reported (``--max-elements``)."""
 
@@ -111,8 +114,13 @@ def check_graph(
     )
 
 
-def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> dict[str, Shape]:
+def propagate_shapes(
+    graph: Graph, *, dims: Mapping[str, int] | None = None, derive: Derive | None = None
+) -> dict[str, Shape]:
     """Return the shape of every value of ``graph``, as `check_graph` propagates them.
+
+    ``derive`` gives the output shapes of a node that does not broadcast from the shapes
+    known so far (None where it knows none); they fill what the peer's shapes leave unknown.
 
     Examples
     --------
@@ -123,7 +131,9 @@ def propagate_shapes(graph: Graph, *, dims: Mapping[str, int] | None = None) -> 
     >>> str(propagate_shapes(g)["z"]), str(propagate_shapes(g, dims={"N": 5})["z"])
     ('[N,3]', '[5,3]')
     """
-    _, values = _walk(graph, dict(dims or {}), DEFAULT_MAX_ELEMENTS, None, quiet=True)
+    _, values = _walk(
+        graph, dict(dims or {}), DEFAULT_MAX_ELEMENTS, None, quiet=True, derive=derive
+    )
     return values
 
 
@@ -168,6 +178,7 @@ def _walk(
     unchecked: list[Unchecked] | None = None,
     quiet: bool = False,
     collect: list[Record] | None = None,
+    derive: Derive | None = None,
 ) -> tuple[list[Finding], dict[str, Shape]]:
     """Check ``graph``'s nodes, then the bodies they run.
 
@@ -183,6 +194,7 @@ def _walk(
     ticks = iter(progress) if progress is not None else None
     nested: list[Subgraph] = []
     failed: set[str] = set()  # nodes with an error finding
+    producers: dict[str, Node] | None = None  # built once, for the domain's Gather bounds
     for node in _topological(graph.nodes, graph.path):
         peer = tuple(bind_dims(s, bound) for s in node.output_shapes)
         outputs: tuple[Shape, ...] = peer
@@ -202,12 +214,25 @@ def _walk(
             if result is not None:
                 if graph.declared and peer:
                     findings.extend(_against_declared(node, result, peer[0]))
+                if peer:  # what bcast leaves unknown (an Expand target), the peer may know
+                    result = more_precise(peer[0], result) or result
                 outputs = (result, *peer[1:])
-        elif collect is not None:  # MatMul, Concat, Reshape: what they need of the dims
-            collect_other(node, graph, values, collect)
+        derived = derive(node, values) if derive is not None and node.rule is None else None
+        if derived:
+            outputs = (
+                tuple(
+                    _filled(outputs[i] if i < len(outputs) else _DYNAMIC, shape)
+                    for i, shape in enumerate(derived[: len(node.outputs)])
+                )
+                + outputs[len(derived) :]
+            )
         for index, name in enumerate(node.outputs):
             if name:
                 values[name] = outputs[index] if index < len(outputs) else Shape.dynamic()
+        if node.rule is None and collect is not None:  # MatMul, Concat, Reshape, Gather
+            if producers is None:
+                producers = {o: n for n in graph.nodes for o in n.outputs if o}
+            collect_other(node, graph, values, collect, producers)
         nested.extend(node.subgraphs)
         if ticks is not None:
             next(ticks, None)
@@ -228,6 +253,11 @@ def _walk(
             _walk(body, bound, max_elements, None, scope, bindings, unchecked=unchecked)[0]
         )
     return findings, values
+
+
+def _filled(peer: Shape, ours: Shape | None) -> Shape:
+    """Return the peer's shape with what ``ours`` knows where the peer's is unknown."""
+    return peer if ours is None else more_precise(ours, peer) or peer
 
 
 def _against_declared(node: Node, result: Shape, declared: Shape) -> list[Finding]:

@@ -24,20 +24,25 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from bcast.core.conditions import Condition
+from bcast.core.dim import Dim
 from bcast.core.plans import Plan
 from bcast.core.shape import Shape
 
 __all__ = [
     "ANY",
-    "NONE",
+    "BoundRecord",
+    "CountRecord",
     "DimDomain",
     "Domain",
     "Imposed",
+    "NONE",
     "PlanRecord",
     "ProductRecord",
+    "Record",
     "Relation",
     "Requirement",
     "Sizes",
+    "WindowRecord",
     "contains",
     "intersect",
     "python_name",
@@ -50,6 +55,7 @@ Sizes = tuple[tuple[int, int | None], ...]
 ANY: Final[Sizes] = ((1, None),)
 NONE: Final[Sizes] = ()
 _LISTED: Final = 6  # single values written as a set up to this many
+_BOXES: Final = 8  # boxes of a two-dim relation written out
 
 
 def _normal(parts: list[tuple[int, int | None]]) -> Sizes:
@@ -181,15 +187,41 @@ class Relation:
     dims: tuple[str, ...]
     text: str
     imposed: tuple[Imposed, ...] = ()
+    boxes: tuple[tuple[tuple[int, int], Sizes], ...] = ()
+    searched: int = 0
+
+    @property
+    def region(self) -> str:
+        """Say which sizes of two dims hold the relation, as boxes (``32..39 x 32..39``).
+
+        Searched size by size up to ``searched`` for each dim (`boxes` lists what was found).
+        """
+        if not self.searched:
+            return ""
+        if not self.boxes:
+            return f"no sizes up to {self.searched} hold it"
+        shown = [
+            f"{_interval_text(lo, hi)} x "
+            + (values_text(second) if len(second) == 1 else "{" + values_text(second) + "}")
+            for (lo, hi), second in self.boxes[:_BOXES]
+        ]
+        more = f" and {len(self.boxes) - _BOXES} more" if len(self.boxes) > _BOXES else ""
+        return f"{' x '.join(self.dims)} up to {self.searched}: " + ", ".join(shown) + more
 
     def to_json(self) -> dict[str, object]:
         """Return plain JSON data."""
-        return {
+        out: dict[str, object] = {
             "kind": self.kind,
             "dims": list(self.dims),
             "text": self.text,
             "imposed_by": [i.to_json() for i in self.imposed],
         }
+        if self.searched:
+            out["searched_to"] = self.searched
+            out["boxes"] = [
+                [[lo, hi], [[a, b] for a, b in second]] for (lo, hi), second in self.boxes
+            ]
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +253,48 @@ class ProductRecord:
     op: str
     data: Shape
     target: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CountRecord:
+    """A Reshape whose output holds symbols: data and output hold as many elements.
+
+    Its target is computed in the graph (``[batch, -1]`` from a ``Shape``).
+    """
+
+    node: str
+    op: str
+    data: Shape
+    output: Shape
+
+
+@dataclass(frozen=True, slots=True)
+class BoundRecord:
+    """Gather's indices from a ``Range``: positions that must fit in a table.
+
+    ``count`` positions from ``start`` index the ``size`` rows of the data's axis (a
+    position-embedding table caps the sequence).
+    """
+
+    node: str
+    op: str
+    count: Dim
+    start: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRecord:
+    """A Conv or pooling window: its output dim ``size`` at ``axis`` must be at least 1."""
+
+    node: str
+    op: str
+    axis: int
+    size: Dim
+
+
+Record = PlanRecord | ProductRecord | CountRecord | BoundRecord | WindowRecord
+"""What the checker records for the domain, node by node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,11 +371,13 @@ class Domain:
         width = max((len(d.name) for d in self.dims), default=0)
         out = []
         for d in self.dims:
-            by = "; ".join(f"{i}: {i.reason}" for i in d.imposed)
+            by = _by(d.imposed)
             out.append(f"{d.name.ljust(width)}  {d.text}" + (f"    <- {by}" if by else ""))
         for r in self.relations:
-            by = "; ".join(f"{i}: {i.reason}" for i in r.imposed)
+            by = _by(r.imposed, said=r.text)
             out.append(f"{r.text}" + (f"    <- {by}" if by else ""))
+            if r.region:
+                out.append(f"  ({r.region})")
         return out
 
     def torch_lines(self) -> list[str]:
@@ -344,6 +420,27 @@ class Domain:
                     texts.append(_interval_text(found[0][0], found[-1][1]))
             shapes[name] = "[" + ",".join(texts) + "]"
         return shapes
+
+
+def _by(imposed: tuple[Imposed, ...], said: str = "") -> str:
+    """Say which nodes impose a part: nodes giving the same reason are named together.
+
+    A reason that repeats what the part ``said`` already is left out.
+
+    >>> at = [Imposed(f"add_{i}", "Add", 3, "s, t are equal (or 1)") for i in range(6)]
+    >>> _by(tuple(at))
+    'add_0 (Add, axis 3) and 5 more (add_1, add_2, add_3, ...): s, t are equal (or 1)'
+    """
+    groups: dict[str, list[Imposed]] = {}
+    for i in imposed:
+        groups.setdefault(i.reason, []).append(i)
+    parts = []
+    for reason, at in groups.items():
+        more = [a.node for a in at[1:]]
+        named = ", ".join(more[:3]) + (", ..." if len(more) > 3 else "")
+        also = f" and {len(more)} more ({named})" if more else ""
+        parts.append(f"{at[0]}{also}" + ("" if said and said in reason else f": {reason}"))
+    return "; ".join(parts)
 
 
 def python_name(name: str) -> str:

@@ -12,34 +12,48 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from bcast.core.conditions import find_conditions
+from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
 from bcast.core.planning import plan
-from bcast.core.shape import Shape
-from bcast.models.domain import PlanRecord, ProductRecord
+from bcast.core.shape import Shape, informative
+from bcast.models.domain import (
+    BoundRecord,
+    CountRecord,
+    PlanRecord,
+    ProductRecord,
+    Record,
+    WindowRecord,
+)
 from bcast.models.graph import Graph, Node
 
 __all__ = ["NOT_COLLECTED", "Record", "collect_other"]
 
-Record = PlanRecord | ProductRecord
-"""What the checker records for the domain, node by node."""
 
 NOT_COLLECTED: Final = (
     "If/Loop/Scan and function bodies",
-    "Slice, Gather and Pad bounds",
+    "Slice and Pad bounds, Gather indices other than a Range of positions",
     "Reshape targets computed in the graph, IR Reshape and MatMul (transpose attributes)",
     "Conv/Pool spatial arithmetic unless the exporter wrote it as dim expressions",
 )
 
 
 def collect_other(
-    node: Node, graph: Graph, values: Mapping[str, Shape], records: list[Record]
+    node: Node,
+    graph: Graph,
+    values: Mapping[str, Shape],
+    records: list[Record],
+    producers: Mapping[str, Node] | None = None,
 ) -> None:
     """Record what a non-broadcasting node requires of the dims it carries.
 
     MatMul's inner dims must be equal and its batch dims broadcast; Concat's inputs agree on
-    every axis but its own; a Reshape's element count matches a constant target (ONNX only:
-    the IR's MatMul and Reshape take attributes the reader does not keep).
+    every axis but its own; a Reshape's element count matches its target, constant or
+    computed in the graph (its output shape then holds symbols); a Gather of a ``Range`` of
+    positions stays inside the table (``producers`` maps values to the nodes making them); a
+    Conv's or pooling's window fits its input (each spatial output dim at least 1).
+    ONNX only: the IR's MatMul and Reshape take attributes the reader does not keep.
+    Call it once the node's outputs are in ``values``.
 
     Examples
     --------
@@ -72,8 +86,53 @@ def collect_other(
         _record(node, graph, rest, Mode.NONE, records, list(node.inputs), skip=axis)
     elif node.op == "Reshape" and len(node.inputs) > 1:
         target = graph.constants.get(node.inputs[1])
+        output = values.get(node.outputs[0]) if node.outputs else None
         if target is not None and inputs[0].rank is not None:
             records.append(ProductRecord(node.name, node.op, inputs[0], target))
+        elif output is not None and output.rank is not None and all(map(informative, output.dims)):
+            records.append(CountRecord(node.name, node.op, inputs[0], output))
+    elif node.op in _WINDOWED and node.outputs and node.outputs[0]:
+        output = values.get(node.outputs[0])
+        for axis, dim in enumerate(output.dims if output is not None and output.rank else ()):
+            if axis >= 2 and not dim.is_static and dim.name in graph.expressions:
+                records.append(WindowRecord(node.name, node.op, axis, dim))
+    elif node.op == "Gather" and len(inputs) == 2 and inputs[0].rank:
+        positions = _range_of(node.inputs[1], graph, producers or {}, values)
+        axis = node.axis % inputs[0].rank
+        size = inputs[0].dims[axis]
+        if positions is not None and size.is_static:
+            records.append(BoundRecord(node.name, node.op, positions[1], positions[0], size.lo))
+
+
+_WINDOWED: Final = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool"})
+# Operators that keep the set of an integer tensor's values (Range's positions reach Gather).
+_SAME_VALUES: Final = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Cast", "Identity", "Expand"})
+
+
+def _range_of(
+    name: str, graph: Graph, producers: Mapping[str, Node], values: Mapping[str, Shape]
+) -> tuple[int, Dim] | None:
+    """Return (start, count) when ``name``'s values are ``Range(start, start + count, 1)``.
+
+    Only the positions exporters write for a position embedding are followed: a Range of
+    step 1 from a constant start, through operators that keep its values.
+    """
+    node = producers.get(name)
+    for _ in range(16):
+        if node is None or node.op not in _SAME_VALUES:
+            break
+        node = producers.get(node.inputs[0]) if node.inputs else None
+    if node is None or node.op != "Range" or len(node.inputs) != 3:
+        return None
+    start = graph.constants.get(node.inputs[0])
+    step = graph.constants.get(node.inputs[2])
+    out = values.get(node.outputs[0]) if node.outputs else None
+    if start is None or step != (1,) or len(start) != 1 or out is None or out.rank != 1:
+        return None
+    count = out.dims[0]
+    if count.is_static or count.name is None or start[0] < 0:
+        return None  # a static Range is checked by running it; a negative start wraps
+    return start[0], count
 
 
 def _record(

@@ -21,16 +21,16 @@ a's sizes and 1. No general solver is needed for these forms (see docs/domain.md
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from bcast.core.conditions import SEARCHED, Condition, readable, sizes_broadcast
+from bcast.core.arithmetic import factors, product
+from bcast.core.conditions import Condition, readable
 from bcast.core.dim import Dim
 from bcast.core.modes import Mode
-from bcast.core.plans import Plan
-from bcast.core.shape import Shape
 from bcast.models.domain import (
-    ANY,
+    BoundRecord,
+    CountRecord,
     DimDomain,
     Domain,
     Imposed,
@@ -39,172 +39,25 @@ from bcast.models.domain import (
     Relation,
     Requirement,
     Sizes,
-    contains,
-    intersect,
+    WindowRecord,
     union,
 )
 from bcast.models.domain_collect import NOT_COLLECTED, Record
+from bcast.models.domain_terms import (
+    ONE,
+    ONE_WAY_TARGET,
+    Dims,
+    Solver,
+    Test,
+    column_of,
+    column_test,
+    grid_boxes,
+    product_test,
+    search,
+)
 from bcast.models.graph import Graph
 
 __all__ = ["solve_domain"]
-
-Test = Callable[[Mapping[str, int]], bool | None]
-
-_MOST: Final = 1 << 15
-_TAIL: Final = 64
-_ONE: Final[Sizes] = ((1, 1),)
-_ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
-
-
-# -- requirements --------------------------------------------------------------------------
-
-
-class _Dims:
-    """Which dims the user controls, and their values at a point."""
-
-    def __init__(self, graph: Graph, bound: Mapping[str, int]) -> None:
-        self.expressions = graph.expressions
-        self.names: list[str] = []
-        for shape in graph.shapes.values():
-            for dim in shape.dims if shape.rank is not None else ():
-                if dim.name is None:
-                    continue
-                expr = self.expressions.get(dim.name)
-                for name in sorted(expr.symbols) if expr is not None else (dim.name,):
-                    if name not in bound and name not in self.names:
-                        self.names.append(name)
-        self.inputs = frozenset(self.names)
-
-    def symbols(self, dim: Dim) -> frozenset[str] | None:
-        """Return the input dims ``dim`` is a function of; None where it is none's (``unk__1``)."""
-        if dim.is_static:
-            return frozenset()
-        if dim.name is None:
-            return None
-        expr = self.expressions.get(dim.name)
-        found = expr.symbols if expr is not None else frozenset((dim.name,))
-        return found if found <= self.inputs else None
-
-    def value(self, dim: Dim, bindings: Mapping[str, int]) -> int | None:
-        if dim.is_static:
-            return dim.lo
-        assert dim.name is not None
-        expr = self.expressions.get(dim.name)
-        return expr.evaluate(bindings) if expr is not None else bindings.get(dim.name)
-
-
-def _column(p: Plan, axis: int) -> list[tuple[int, Dim]]:
-    column: list[tuple[int, Dim]] = []
-    for k, (shape, axes) in enumerate(zip(p.shapes, p.alignment, strict=True)):
-        if axes is None or shape.rank is None:
-            continue
-        column.extend((k, d) for d, a in zip(shape.dims, axes, strict=True) if a == axis)
-    return column
-
-
-def _column_test(dims: _Dims, column: list[tuple[int, Dim]], mode: Mode) -> Test:
-    kept = [(k, d) for k, d in column if dims.symbols(d) is not None]
-    target = _ONE_WAY_TARGET.get(mode)
-
-    def test(bindings: Mapping[str, int]) -> bool | None:
-        values = []
-        for k, d in kept:
-            v = dims.value(d, bindings)
-            if v is None or v < 0:
-                return None
-            values.append((k, v))
-        return sizes_broadcast(values, mode, target)
-
-    return test
-
-
-def _product_test(dims: _Dims, data: Shape, target: tuple[int, ...]) -> Test:
-    def test(bindings: Mapping[str, int]) -> bool | None:
-        sizes = [dims.value(d, bindings) for d in data.dims]
-        if any(v is None for v in sizes):
-            return None
-        have = math.prod(v for v in sizes if v is not None)
-        wanted = [sizes[i] if v == 0 and i < len(sizes) else v for i, v in enumerate(target)]
-        known = math.prod(v for v in wanted if v is not None and v != -1)
-        if -1 in wanted:
-            return known != 0 and have % known == 0
-        return have == known
-
-    return test
-
-
-def _search(test: Test, symbol: str, constants: Sequence[int]) -> Sizes:
-    """Decide ``test`` size by size up to a bound past the constants.
-
-    Where the last `_TAIL` sizes decided agree, that verdict stands for all larger sizes;
-    otherwise (a periodic set) the sizes stop at the bound (`Domain.first_failure` still
-    decides any point exactly).
-    """
-    top = min(max(SEARCHED, 2 * max((abs(c) for c in constants), default=0) + 64), _MOST)
-    verdicts = [test({symbol: value}) is not False for value in range(1, top + 1)]
-    allowed: list[tuple[int, int | None]] = [(v, v) for v, ok in enumerate(verdicts, start=1) if ok]
-    if all(verdicts[-_TAIL:]):
-        allowed.append((top, None))
-    return union((), tuple(allowed))
-
-
-# -- solving -------------------------------------------------------------------------------
-
-
-class _Solver:
-    def __init__(self, names: list[str]) -> None:
-        self.parent = {n: n for n in names}
-        self.sizes: dict[str, Sizes] = {n: ANY for n in names}
-        self.cuts: dict[str, list[Imposed]] = {n: [] for n in names}
-        self.joins: list[tuple[str, str, Imposed]] = []
-
-    def find(self, name: str) -> str:
-        while self.parent[name] != name:
-            name = self.parent[name]
-        return name
-
-    def cut(self, name: str, sizes: Sizes, by: Imposed) -> bool:
-        root = self.find(name)
-        narrowed = intersect(self.sizes[root], sizes)
-        if narrowed == self.sizes[root]:
-            return False
-        self.sizes[root] = narrowed
-        if by not in self.cuts[root]:
-            self.cuts[root].append(by)
-        return True
-
-    def join(self, a: str, b: str, by: Imposed) -> bool:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        if self.names_order(rb) < self.names_order(ra):
-            ra, rb = rb, ra
-        self.parent[rb] = ra
-        before = self.sizes[ra]
-        self.sizes[ra] = intersect(before, self.sizes[rb])
-        self.cuts[ra].extend(c for c in self.cuts[rb] if c not in self.cuts[ra])
-        self.joins.append((a, b, by))
-        return True
-
-    def names_order(self, name: str) -> int:
-        return list(self.parent).index(name)
-
-    def relate(self, kind: str, a: str, b: str, by: Imposed) -> bool:
-        """Apply one relation; True when it changed anything (``or1``: two-way, ``1way``)."""
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        da, db = self.sizes[ra], self.sizes[rb]
-        if kind == "or1" and not contains(da, 1) and not contains(db, 1):
-            return self.join(a, b, by)
-        if kind == "1way" and not contains(db, 1):
-            return self.join(a, b, by)
-        changed = False
-        if not contains(da, 1):
-            changed |= self.cut(b, union(da, _ONE), by)
-        if kind == "or1" and not contains(db, 1):
-            changed |= self.cut(a, union(db, _ONE), by)
-        return changed
 
 
 def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, int]) -> Domain:
@@ -221,8 +74,8 @@ def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, in
         >>> [(d.name, d.text) for d in solve_domain(g, [rec], {}).dims]
         [('h', '32'), ('w', 'any')]
     """
-    dims = _Dims(graph, bound)
-    solver = _Solver(dims.names)
+    dims = Dims(graph, bound)
+    solver = Solver(dims.names)
     relations: list[tuple[str, str, str, Imposed]] = []
     others: list[Relation] = []
     requirements: list[Requirement] = []
@@ -231,6 +84,15 @@ def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, in
     for record in records:
         if isinstance(record, ProductRecord):
             _product(dims, record, solver, others, requirements, failed)
+            continue
+        if isinstance(record, CountRecord):
+            _count(dims, record, solver, others, requirements, failed)
+            continue
+        if isinstance(record, BoundRecord):
+            _bound(dims, record, solver, requirements, failed)
+            continue
+        if isinstance(record, WindowRecord):
+            _window(dims, record, solver, others, requirements)
             continue
         if record.plan is None:
             at = Imposed(
@@ -250,10 +112,10 @@ def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, in
 
 
 def _condition(
-    dims: _Dims,
+    dims: Dims,
     record: PlanRecord,
     cond: Condition,
-    solver: _Solver,
+    solver: Solver,
     relations: list[tuple[str, str, str, Imposed]],
     others: list[Relation],
     requirements: list[Requirement],
@@ -262,9 +124,9 @@ def _condition(
     assert record.plan is not None
     axis = cond.axis if record.axis is None or cond.axis < record.axis else cond.axis + 1
     by = Imposed(record.node, record.op, axis, readable(cond.text, dims.expressions))
-    column = _column(record.plan, cond.axis)
+    column = column_of(record.plan, cond.axis)
     mode = record.plan.mode
-    test = _column_test(dims, column, mode)
+    test = column_test(dims, column, mode)
     kept = [(k, d, dims.symbols(d)) for k, d in column]
     free = frozenset().union(*(s for _, _, s in kept if s is not None))
     requirements.append(Requirement(by, free, test))
@@ -282,11 +144,12 @@ def _condition(
                 for c in dims.expressions[d.name].constants
             ]
             constants += [d.lo for _, d, s in kept if s is not None and d.is_static]
-            searched[key] = _search(test, symbol, constants)
+            searched[key] = search(test, symbol, constants)
         solver.cut(symbol, searched[key], by)
     elif exprs:
         text = cond.text.removeprefix("fails unless ")
-        others.append(Relation("holds", tuple(sorted(free)), text, (by,)))
+        constants = [c for _, d, s in kept if s for c in dims.expr(d).constants]
+        others.append(_relation(text, free, by, solver, test, constants))
     else:
         _plain(kept, mode, by, solver, relations)
 
@@ -295,11 +158,11 @@ def _plain(
     kept: list[tuple[int, Dim, frozenset[str] | None]],
     mode: Mode,
     by: Imposed,
-    solver: _Solver,
+    solver: Solver,
     relations: list[tuple[str, str, str, Imposed]],
 ) -> None:
     """Plain symbols and static sizes at one axis: per-dim cuts and pairwise relations."""
-    target = _ONE_WAY_TARGET.get(mode)
+    target = ONE_WAY_TARGET.get(mode)
     dims = [(k, d) for k, d, s in kept if s is not None]
     if target is not None:
         into = [d for k, d in dims if k == target][:1]
@@ -308,7 +171,7 @@ def _plain(
                 continue
             a = into[0]
             if a.is_static and b.name is not None:
-                solver.cut(b.name, union(_ONE, ((a.lo, a.lo),)), by)
+                solver.cut(b.name, union(ONE, ((a.lo, a.lo),)), by)
             elif b.is_static and a.name is not None:
                 solver.cut(a.name, ((b.lo, b.lo),), by)
             elif a.name is not None and b.name is not None:
@@ -318,7 +181,7 @@ def _plain(
     named = list(dict.fromkeys(d.name for _, d in dims if d.name is not None))
     if statics:
         n = min(statics)
-        allowed: Sizes = ((n, n),) if mode is Mode.NONE else union(_ONE, ((n, n),))
+        allowed: Sizes = ((n, n),) if mode is Mode.NONE else union(ONE, ((n, n),))
         for name in named:
             solver.cut(name, allowed, by)
         return
@@ -331,9 +194,9 @@ def _plain(
 
 
 def _product(
-    dims: _Dims,
+    dims: Dims,
     record: ProductRecord,
-    solver: _Solver,
+    solver: Solver,
     others: list[Relation],
     requirements: list[Requirement],
     failed: list[Imposed],
@@ -358,24 +221,170 @@ def _product(
     shown = "*".join(str(dims.expressions.get(d.name or "", d)) for d in rest) or "1"
     text = f"Reshape to {list(record.target)}: {shown} must {verb} {wanted}"
     by = Imposed(record.node, record.op, None, text)
-    test = _product_test(dims, record.data, record.target)
+    test = product_test(dims, record.data, record.target)
     requirements.append(Requirement(by, free, test))
     if not free or not named:
         if test({}) is False:
             failed.append(by)
     elif len(free) == 1:
         (symbol,) = free
-        solver.cut(symbol, _search(test, symbol, [wanted, statics]), by)
+        solver.cut(symbol, search(test, symbol, [wanted, statics]), by)
     else:
         others.append(
             Relation("holds", tuple(sorted(free)), f"{shown} must {verb} {wanted}", (by,))
         )
 
 
+def _count(
+    dims: Dims,
+    record: CountRecord,
+    solver: Solver,
+    others: list[Relation],
+    requirements: list[Requirement],
+    failed: list[Imposed],
+) -> None:
+    """Require a Reshape to a computed target to keep the element count.
+
+    Both sides are written as products of factors (``s70*s72`` is ``s70`` times ``s72``);
+    factors on both sides cancel, and nothing is required when nothing is left.
+    """
+    data = [f for d in record.data.dims for f in factors(dims.expr(d))]
+    output = [f for d in record.output.dims for f in factors(dims.expr(d))]
+    for factor in list(data):
+        if factor.op != "int" and factor in output:
+            data.remove(factor)  # the same symbol or expression on both sides cancels
+            output.remove(factor)
+    left, right = product(data), product(output)
+    if left == right:
+        return
+    free = left.symbols | right.symbols
+    if not free <= dims.inputs:
+        return  # a dim the user does not control (ONNX's unk__): not a requirement on inputs
+
+    def test(bindings: Mapping[str, int]) -> bool | None:
+        have, wanted = left.evaluate(bindings), right.evaluate(bindings)
+        return None if have is None or wanted is None else have == wanted
+
+    words = f"{left} must equal {right}"
+    by = Imposed(record.node, record.op, None, f"Reshape: {words} (element counts)")
+    requirements.append(Requirement(by, free, test))
+    if not free:
+        if test({}) is False:
+            failed.append(by)
+    elif len(free) == 1:
+        (symbol,) = free
+        solver.cut(symbol, search(test, symbol, [*left.constants, *right.constants]), by)
+    else:
+        constants = [*left.constants, *right.constants]
+        others.append(_relation(words, free, by, solver, test, constants))
+
+
+def _relation(
+    text: str,
+    free: frozenset[str],
+    by: Imposed,
+    solver: Solver,
+    test: Test,
+    constants: Sequence[int],
+) -> Relation:
+    """Make the relation of a requirement over several dims (over two: `grid_boxes` at the end)."""
+    names = tuple(sorted(free))
+    if len(names) == 2:
+        solver.grids.setdefault((names, text), (test, tuple(constants)))
+    return Relation("holds", names, text, (by,))
+
+
+def _bound(
+    dims: Dims,
+    record: BoundRecord,
+    solver: Solver,
+    requirements: list[Requirement],
+    failed: list[Imposed],
+) -> None:
+    """Require a Gather's Range of positions to end inside its table."""
+    free = dims.symbols(record.count)
+    if free is None:
+        return
+    room = record.size - record.start
+    shown = str(dims.expressions.get(record.count.name or "", record.count))
+    last = f"{shown} - 1" if record.start == 0 else f"{record.start} + {shown} - 1"
+    reason = (
+        f"positions {record.start}..{last} index a table of {record.size} rows: "
+        f"fails when {shown} > {room}"
+    )
+    by = Imposed(record.node, record.op, None, reason)
+
+    def test(bindings: Mapping[str, int]) -> bool | None:
+        count = dims.value(record.count, bindings)
+        return None if count is None else count <= room
+
+    requirements.append(Requirement(by, free, test))
+    if not free:
+        if test({}) is False:
+            failed.append(by)
+    elif len(free) == 1:
+        (symbol,) = free
+        solver.cut(symbol, search(test, symbol, [room]), by)
+
+
+def _window(
+    dims: Dims,
+    record: WindowRecord,
+    solver: Solver,
+    others: list[Relation],
+    requirements: list[Requirement],
+) -> None:
+    """Require a Conv's or pooling's window to fit: each spatial output dim at least 1."""
+    free = dims.symbols(record.size)
+    if not free:
+        return
+    shown = dims.expr(record.size)
+    by = Imposed(
+        record.node,
+        record.op,
+        record.axis,
+        f"output size {shown} must be at least 1: the window must fit the input",
+    )
+
+    def test(bindings: Mapping[str, int]) -> bool | None:
+        size = shown.evaluate(bindings)
+        return None if size is None else size >= 1
+
+    requirements.append(Requirement(by, free, test))
+    if len(free) == 1:
+        (symbol,) = free
+        solver.cut(symbol, search(test, symbol, shown.constants), by)
+    else:
+        others.append(_relation(f"{shown} >= 1", free, by, solver, test, shown.constants))
+
+
+def _with_boxes(relations: list[Relation], solver: Solver) -> list[Relation]:
+    """Give each requirement over two dims the sizes that hold it, within each dim's own."""
+    out = []
+    for r in relations:
+        grid = solver.grids.get((r.dims, r.text)) if len(r.dims) == 2 else None
+        if grid is not None:
+            allowed = [solver.sizes[solver.find(n)] for n in r.dims]
+            top, boxes = grid_boxes(grid[0], r.dims, grid[1], allowed)
+            r = replace(r, boxes=boxes, searched=top)
+        out.append(r)
+    return out
+
+
+def _merged(relations: Sequence[Relation]) -> list[Relation]:
+    """One relation per requirement: the nodes that impose the same one are listed together."""
+    out: dict[tuple[str, tuple[str, ...], str], Relation] = {}
+    for r in relations:
+        key = (r.kind, r.dims, r.text)
+        found = out.get(key)
+        out[key] = r if found is None else replace(found, imposed=found.imposed + r.imposed)
+    return list(out.values())
+
+
 def _domain(
     graph: Graph,
-    dims: _Dims,
-    solver: _Solver,
+    dims: Dims,
+    solver: Solver,
     relations: list[tuple[str, str, str, Imposed]],
     others: list[Relation],
     requirements: list[Requirement],
@@ -397,7 +406,7 @@ def _domain(
     for kind, a, b, imposed in relations:
         ra, rb = solver.find(a), solver.find(b)
         da, db = solver.sizes[ra], solver.sizes[rb]
-        if ra == rb or db == _ONE or (kind == "or1" and da == _ONE) or (ra, rb, kind) in seen:
+        if ra == rb or db == ONE or (kind == "or1" and da == ONE) or (ra, rb, kind) in seen:
             continue
         seen.add((ra, rb, kind))
         if kind == "or1":
@@ -424,5 +433,11 @@ def _domain(
         if shape.rank is not None and any(d.name is not None for d in shape.dims)
     )
     return Domain(
-        tuple(out), tuple(parts + others), empty, inputs, tuple(requirements), NOT_COLLECTED, at
+        tuple(out),
+        tuple(_with_boxes(_merged(parts + others), solver)),
+        empty,
+        inputs,
+        tuple(requirements),
+        NOT_COLLECTED,
+        at,
     )

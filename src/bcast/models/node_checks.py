@@ -19,7 +19,7 @@ from bcast.core.picture import format_alignment
 from bcast.core.planning import plan
 from bcast.core.shape import Shape
 from bcast.models.channel_checks import check_prelu_channel
-from bcast.models.domain import PlanRecord, ProductRecord
+from bcast.models.domain import PlanRecord, Record
 from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 from bcast.models.pictures import error_picture, operand_label, upper_size
 
@@ -39,7 +39,7 @@ class _Context:
     targets: Mapping[str, Shape]
     findings: list[Finding] = field(default_factory=list)
     quiet: bool = False  # shapes only: no findings, no conditions, no pictures
-    collect: list[PlanRecord | ProductRecord] | None = None  # for the domain (issue 17)
+    collect: list[Record] | None = None  # for the domain (issue 17)
 
     def shape(self, index: int) -> Shape:
         names = self.node.inputs
@@ -86,7 +86,7 @@ def check_node(
     *,
     targets: Mapping[str, Shape] | None = None,
     quiet: bool = False,
-    collect: list[PlanRecord | ProductRecord] | None = None,
+    collect: list[Record] | None = None,
 ) -> tuple[Shape | None, list[Finding]]:
     """Check one broadcasting node; return its output shape (None: not decided) and findings.
 

@@ -23,6 +23,7 @@ from bcast.models import Graph, ModelError
 
 __all__ = [
     "DEFAULT_DOMAINS",
+    "expression_dim",
     "invented",
     "attribute",
     "constant_node_ints",
@@ -96,7 +97,30 @@ def symbol(
     found = _expression(name) if expressions is not None else None
     if expressions is None or found is None:
         return _named(name)
-    expr, base = found
+    return _register(*found, expressions)
+
+
+def expression_dim(expr: Expr, expressions: dict[str, Expr]) -> Dim:
+    """Return the dim that stands for ``expr`` (a size, a symbol or a new named expression).
+
+    The expression is recorded in ``expressions`` under its name, as `symbol` records the
+    ones exporters write.
+
+    >>> from bcast.core.expressions import parse_expression
+    >>> found = {}
+    >>> dim = expression_dim(parse_expression("(h - 8)//8 + 1"), found)
+    >>> [str(found[dim.name]) for dim in [dim]]
+    ['(h - 8)//8 + 1']
+    """
+    if expr.op == "int":
+        return Dim(expr.value) if expr.value >= 0 else Dim.unknown()
+    if expr.op == "sym":
+        return _named(expr.name)
+    named = _named(str(expr)).name
+    return Dim.unknown() if named is None else _register(expr, named, expressions)
+
+
+def _register(expr: Expr, base: str, expressions: dict[str, Expr]) -> Dim:
     chosen, count = base, 1
     while chosen in expressions and expressions[chosen] != expr:
         count += 1  # another expression cleans to the same text: keep them apart

@@ -385,7 +385,7 @@ def _node(
     base = Node(name, op, tuple(proto.input), outputs, output_shapes=shapes)
     if proto.domain not in DEFAULT_DOMAINS:
         return base
-    if op == "Concat":  # its axis, for the domain's requirement on the other axes
+    if op in ("Concat", "Gather"):  # their axis, for the domain's requirements
         return replace(base, axis=int(attribute(proto, "axis", 0)))
     if op in _NORMALIZATION:  # onnxruntime also runs LayerNormalization before opset 17
         return replace(base, rule=Rule.NORMALIZATION)

@@ -1,0 +1,373 @@
+"""bcast's own shape functions, for the operators ONNX's inference leaves unknown.
+
+ONNX's inference sizes Conv, pooling, Concat, Flatten and Range only from static dims and
+constants, leaves the ``-1`` of a Reshape unknown when the element count holds a symbol,
+and knows no ``ai.onnx.ml`` shapes. `own_shapes` gives those outputs, symbols and dim
+expressions kept (``(height - 8)//8 + 1``, ``h*w + 1``, ``Min(64, seq)``), from the
+operator definitions; `bcast.onnx.refine` hands them back to ONNX's inference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import onnx
+
+from bcast.core.arithmetic import ceiling_div, expr_of, floor_div, plus, product, total
+from bcast.core.dim import Dim
+from bcast.core.errors import BroadcastError
+from bcast.core.expressions import Expr
+from bcast.core.shape import Shape
+from bcast.models import Graph
+from bcast.onnx.protos import DEFAULT_DOMAINS, attribute, expression_dim, symbol
+from bcast.onnx.values import Value
+
+__all__ = ["own_shapes", "reshape_output"]
+
+_ML: Final = "ai.onnx.ml"
+_SAME_SHAPE: Final = frozenset({"Scaler", "Normalizer", "Imputer", "Binarizer", "LabelEncoder"})
+_CLASSIFIERS: Final = frozenset({"LinearClassifier", "SVMClassifier", "TreeEnsembleClassifier"})
+_UNKNOWN: Final = Dim.unknown()
+_WINDOWED: Final = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool"})
+# Operators whose first output has their first input's shape: what lies between convs.
+_KEEPS_SHAPE: Final = frozenset(
+    {
+        "Relu",
+        "LeakyRelu",
+        "Sigmoid",
+        "Tanh",
+        "HardSigmoid",
+        "HardSwish",
+        "Gelu",
+        "Erf",
+        "Elu",
+        "Selu",
+        "Celu",
+        "Softplus",
+        "Softsign",
+        "Mish",
+        "Clip",
+        "Dropout",
+        "BatchNormalization",
+        "InstanceNormalization",
+        "LRN",
+        "Identity",
+        "Cast",
+        "CastLike",
+        "Neg",
+        "Abs",
+        "Sqrt",
+        "Exp",
+        "Log",
+        "Reciprocal",
+        "Floor",
+        "Ceil",
+        "Round",
+        "Sign",
+        "Not",
+        "Softmax",
+        "LogSoftmax",
+        "ThresholdedRelu",
+        "Shrink",
+    }
+)
+
+
+def own_shapes(
+    proto: onnx.NodeProto, inputs: Sequence[Shape], graph: Graph, tensors: Mapping[str, Value]
+) -> list[Shape | None] | None:
+    """Return the output shapes bcast derives for ``proto`` (None where it derives none).
+
+    ``inputs`` are its input shapes as known so far, ``tensors`` the values of small
+    integer tensors (`bcast.onnx.values.shape_tensor_values`); new dim expressions are
+    recorded in ``graph.expressions``.
+    """
+    op, expressions = proto.op_type, graph.expressions
+    if proto.domain == _ML:
+        found = _ml_shapes(proto, inputs)
+        return None if found is None else list(found)
+    if proto.domain not in DEFAULT_DOMAINS or not inputs:
+        return None
+    if op in _KEEPS_SHAPE:
+        return [inputs[0]]
+    if op == "Transpose":
+        return [_transpose(proto, inputs[0])]
+    if op == "Slice" and len(inputs) > 2:
+        return [_slice(graph, proto, inputs[0], tensors)]
+    if op == "Range" and len(inputs) == 3:
+        return [_range(proto, tensors)]
+    if op == "Reshape" and len(inputs) > 1:
+        return [_reshape(tensors.get(proto.input[1]), proto, inputs[0], expressions)]
+    if op in _WINDOWED:
+        return [_windowed(proto, inputs, expressions)]
+    if op == "Concat":
+        return [_concat(proto, inputs, expressions)]
+    if op == "Flatten":
+        return [_flatten(proto, inputs[0], expressions)]
+    return None
+
+
+def _transpose(proto: onnx.NodeProto, data: Shape) -> Shape | None:
+    if data.rank is None:
+        return None
+    perm = attribute(proto, "perm", None) or list(range(data.rank))[::-1]
+    if sorted(int(p) for p in perm) != list(range(data.rank)):
+        return None
+    return Shape(data.dims[int(p)] for p in perm)
+
+
+def reshape_output(
+    data: Shape,
+    target: Sequence[Dim | int],
+    allowzero: bool,
+    expressions: dict[str, Expr] | None = None,
+) -> Shape | None:
+    """Return Reshape's output shape, resolving ``-1`` by the element count, or None.
+
+    Symbols cancel: ``[batch,32,4,4]`` to ``[batch,32,-1]`` gives ``[batch,32,16]``. With
+    ``expressions``, symbols left over make a product (``[b,32,h,w]`` to ``[b,32,-1]`` gives
+    ``h*w``), recorded there.
+
+    >>> str(reshape_output(Shape.parse("[batch,32,4,4]"), [Dim.symbol("batch"), 32, -1], False))
+    '[batch,32,16]'
+    >>> reshape_output(Shape.parse("[batch,8]"), [-1, 3], False) is None
+    True
+    """
+    if data.rank is None:
+        return None
+    out: list[Dim | None] = []
+    for i, value in enumerate(target):
+        if isinstance(value, Dim):
+            out.append(value)
+        elif value == 0 and not allowzero:
+            out.append(data.dims[i] if i < len(data.dims) else None)
+        elif value == -1:
+            out.append(None)
+        elif value >= 0:
+            out.append(Dim(value))
+        else:
+            return None
+    if out.count(None) > 1:
+        return None
+    if None in out:
+        missing = _quotient(list(data.dims), [d for d in out if d is not None], expressions)
+        if missing is None:
+            return None
+        out[out.index(None)] = missing
+    return Shape(d for d in out if d is not None)
+
+
+def _quotient(
+    have: list[Dim], taken: list[Dim], expressions: dict[str, Expr] | None = None
+) -> Dim | None:
+    """Return the dim that makes ``taken`` hold as many elements as ``have``, if it is sure."""
+    rest = list(have)
+    static_taken = 1
+    for dim in taken:
+        if dim.is_static:
+            static_taken *= dim.lo
+        elif dim.name is not None and dim in rest:
+            rest.remove(dim)
+        else:
+            return None
+    statics = math.prod(d.lo for d in rest if d.is_static)
+    named = [d for d in rest if not d.is_static]
+    if static_taken == 0 or statics % static_taken:
+        return None  # not a whole number of rows: the Reshape fails (or is not sure)
+    factor = statics // static_taken
+    if not named:
+        return Dim(factor)
+    if factor == 1 and len(named) == 1:
+        return named[0]  # [batch,seq] to [-1,seq]: the -1 is batch
+    found = [expr_of(d, expressions) for d in named] if expressions is not None else [None]
+    if expressions is None or any(f is None for f in found):
+        return None
+    factors = [Expr("int", value=factor), *(f for f in found if f is not None)]
+    return expression_dim(product(factors), expressions)
+
+
+def _ml_shapes(proto: onnx.NodeProto, inputs: Sequence[Shape]) -> list[Shape] | None:
+    """Output shapes of the ``ai.onnx.ml`` operators skl2onnx writes (their definitions)."""
+    op = proto.op_type
+    x = inputs[0] if inputs else Shape.dynamic()
+    if op in _SAME_SHAPE:
+        return [x]
+    if x.rank is None or x.rank == 0:
+        return None
+    n = x.dims[0]
+    if op == "LinearRegressor":
+        return [Shape((n, Dim(int(attribute(proto, "targets", 1)))))]
+    if op in _CLASSIFIERS:
+        labels = attribute(proto, "classlabels_ints", None) or attribute(
+            proto, "classlabels_strings", None
+        )
+        scores = Shape((n, Dim(len(labels)))) if labels else Shape((n, _UNKNOWN))
+        return [Shape((n,)), scores]
+    if op == "TreeEnsembleRegressor":
+        return [Shape((n, Dim(int(attribute(proto, "n_targets", 1)))))]
+    return None
+
+
+def _slice(
+    graph: Graph, proto: onnx.NodeProto, data: Shape, tensors: Mapping[str, Value]
+) -> Shape | None:
+    """Slice's output where an end is a symbol: ``x[:, :seq]`` of 64 rows is ``Min(64, seq)``.
+
+    Exporters slice a buffer (position ids, a causal mask) to the input's length; ONNX's
+    inference leaves that dim unknown, the dynamo exporter writes ``Min(64, s41)``. Only
+    the plain case is taken: one axis, step 1, start 0, a static data dim and an end that is
+    a symbol (a dim is never negative, so Slice's clamping is the Min).
+    """
+    if data.rank is None:
+        return None
+    ins = [tensors.get(name) if name else None for name in proto.input]
+    starts, ends = ins[1], ins[2]
+    axes = ins[3] if len(ins) > 3 and ins[3] is not None else (0,)
+    steps = ins[4] if len(ins) > 4 and ins[4] is not None else (1,)
+    if starts is None or ends is None or not (len(starts) == len(ends) == len(axes) == 1):
+        return None
+    axis, start, end, step = axes[0], starts[0], ends[0], steps[0]
+    if not isinstance(axis, int) or isinstance(axis, bool) or step != 1 or start != 0:
+        return None
+    axis = axis + data.rank if axis < 0 else axis
+    if not 0 <= axis < data.rank or not isinstance(end, Dim) or end.name is None:
+        return None
+    size = data.dims[axis]
+    if not size.is_static:
+        return None
+    named = symbol(f"Min({size.lo}, {end.name})", frozenset(), graph.expressions)
+    return Shape((*data.dims[:axis], named, *data.dims[axis + 1 :]))
+
+
+def _range(proto: onnx.NodeProto, tensors: Mapping[str, Value]) -> Shape | None:
+    """Range's length where its limit is a dim: ``arange(seq)`` holds ``seq`` positions.
+
+    ONNX's inference sizes a Range only from constants; exporters write the positions of a
+    sequence as ``Range(0, seq, 1)``. Only that form is taken (start 0, step 1).
+    """
+    start, limit, step = (tensors.get(name) for name in proto.input)
+    if start != (0,) or step != (1,) or limit is None or len(limit) != 1:
+        return None
+    end = limit[0]
+    return Shape((end,)) if isinstance(end, Dim) and end.name is not None else None
+
+
+def _window_dim(
+    size: Expr, kernel: int, stride: int, dilation: int, pads: int, auto_pad: str
+) -> Expr | None:
+    """One spatial output dim of a convolution or pooling window, as ONNX defines it."""
+    if stride < 1 or dilation < 1 or kernel < 1:
+        return None
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return ceiling_div(size, stride)
+    if auto_pad not in ("NOTSET", "VALID"):
+        return None
+    span = (kernel - 1) * dilation + 1
+    reach = (pads if auto_pad == "NOTSET" else 0) - span
+    return plus(floor_div(plus(size, reach), stride), 1)
+
+
+def _windowed(
+    proto: onnx.NodeProto, inputs: Sequence[Shape], expressions: dict[str, Expr]
+) -> Shape | None:
+    """Conv's and pooling's output where a spatial input dim is a symbol or expression.
+
+    ONNX's inference sizes the output only from static dims; the windows' arithmetic is
+    ``(H + pads - ((k - 1)*dilation + 1))//stride + 1`` (``ceiling(H/stride)`` for SAME
+    padding), kept as an expression of the input's dims. Pooling with ``ceil_mode`` is
+    left to ONNX (its last window has a rule of its own).
+    """
+    x = inputs[0] if inputs else Shape.dynamic()
+    if x.rank is None or x.rank < 3 or attribute(proto, "ceil_mode", 0):
+        return None
+    spatial = x.rank - 2
+    if proto.op_type == "Conv":
+        w = inputs[1] if len(inputs) > 1 else Shape.dynamic()
+        if w.rank != x.rank or any(not d.is_static for d in w.dims[2:]):
+            return None
+        kernel = attribute(proto, "kernel_shape", None) or [d.lo for d in w.dims[2:]]
+        channels = w.dims[0]
+    else:
+        kernel = attribute(proto, "kernel_shape", None)
+        channels = x.dims[1]
+    strides = attribute(proto, "strides", None) or [1] * spatial
+    dilations = attribute(proto, "dilations", None) or [1] * spatial
+    pads = attribute(proto, "pads", None) or [0] * (2 * spatial)
+    auto_pad = attribute(proto, "auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
+    if not kernel or not all(len(v) == spatial for v in (kernel, strides, dilations)):
+        return None
+    if len(pads) != 2 * spatial:
+        return None
+    out = [x.dims[0], channels]
+    for i, dim in enumerate(x.dims[2:]):
+        size = expr_of(dim, expressions)
+        found = (
+            None
+            if size is None
+            else _window_dim(
+                size,
+                int(kernel[i]),
+                int(strides[i]),
+                int(dilations[i]),
+                int(pads[i]) + int(pads[i + spatial]),
+                auto_pad,
+            )
+        )
+        out.append(Dim.unknown() if found is None else expression_dim(found, expressions))
+    return Shape(out)
+
+
+def _concat(
+    proto: onnx.NodeProto, inputs: Sequence[Shape], expressions: dict[str, Expr]
+) -> Shape | None:
+    """Concat's output where its axis holds symbols: the sum (``1 + (h//8)*(w//8)``)."""
+    if not inputs or any(s.rank is None for s in inputs):
+        return None
+    rank = inputs[0].rank
+    if not rank or any(s.rank != rank for s in inputs):
+        return None
+    axis = int(attribute(proto, "axis", 0))
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        return None
+    parts = [expr_of(s.dims[axis], expressions) for s in inputs]
+    if any(p is None for p in parts):
+        return None
+    summed = expression_dim(total([p for p in parts if p is not None]), expressions)
+    first = inputs[0].dims
+    return Shape((*first[:axis], summed, *first[axis + 1 :]))
+
+
+def _flatten(
+    proto: onnx.NodeProto, data: Shape | None, expressions: dict[str, Expr]
+) -> Shape | None:
+    """Flatten's output as the products of the dims before and from its axis."""
+    if data is None or data.rank is None:
+        return None
+    axis = int(attribute(proto, "axis", 1))
+    axis = axis + data.rank if axis < 0 else axis
+    if not 0 <= axis <= data.rank:
+        return None
+    halves = []
+    for part in (data.dims[:axis], data.dims[axis:]):
+        found = [expr_of(d, expressions) for d in part]
+        if any(f is None for f in found):
+            return None
+        halves.append(expression_dim(product([f for f in found if f is not None]), expressions))
+    return Shape(halves)
+
+
+def _reshape(
+    target: Value | None, proto: onnx.NodeProto, data: Shape, expressions: dict[str, Expr]
+) -> Shape | None:
+    if target is None or any(isinstance(e, bool) for e in target):
+        return None
+    values = [e for e in target if not isinstance(e, bool)]
+    try:
+        allowzero = bool(attribute(proto, "allowzero", 0))
+        return reshape_output(data, values, allowzero, expressions)
+    except BroadcastError:  # a size past what a dim can hold: the model is broken there
+        return None
