@@ -31,6 +31,22 @@ class Built:
     source: str
 
 
+def hide_broken_torchvision() -> None:
+    """Make an installed torchvision that fails to import (built for another torch) absent.
+
+    transformers imports torchvision whenever it is installed, so a broken one breaks every
+    transformers builder; the torchvision builders (resnet, mobilenet) still need a working one.
+    """
+    import sys
+
+    try:
+        import torchvision  # noqa: F401
+    except Exception:  # e.g. RuntimeError: operator torchvision::nms does not exist
+        for k in [k for k in sys.modules if k == "torchvision" or k.startswith("torchvision.")]:
+            del sys.modules[k]
+        sys.modules["torchvision"] = None  # type: ignore[assignment]  # find_spec -> None
+
+
 def _seed() -> None:
     import torch
 
@@ -212,6 +228,34 @@ def vit() -> Built:
     )
 
 
+def vit_hw() -> Built:
+    """ViT as ``vit``, exported with dynamic height and width as well as batch.
+
+    The position table keeps 17 rows (CLS + 16 patches of 8x8 on 32x32), so the model runs
+    only when (height // 8) * (width // 8) == 16: the validity domain of its input sizes.
+    """
+    b = vit()
+    b.dynamic = {"pixel_values": {0: "batch", 2: "height", 3: "width"}}
+    b.run_inputs = {"pixel_values": {"shape": [BATCH, 3, 16, 64], "dtype": "float32", "high": None}}
+    b.source = "transformers.ViTModel (dynamic height and width)"
+    return b
+
+
+def bert_mask_dims() -> Built:
+    """BERT as ``bert``, but the attention mask's dims are symbols of their own.
+
+    Runs when the mask's dims equal the ids' dims or are 1, and seq <= 64 (position table).
+    """
+    b = bert()
+    b.dynamic = {
+        "input_ids": {0: "batch", 1: "seq"},
+        "attention_mask": {0: "mask_batch", 1: "mask_seq"},
+        "token_type_ids": {0: "batch", 1: "seq"},
+    }
+    b.source = "transformers.BertModel (attention_mask dims mask_batch, mask_seq)"
+    return b
+
+
 def t5_encoder() -> Built:
     """T5 encoder (relative position bias added to every attention score)."""
     import transformers
@@ -334,9 +378,11 @@ def efficientnet() -> Built:
 
 BUILDERS: dict[str, Callable[[], Built]] = {
     "bert": bert,
+    "bert_mask_dims": bert_mask_dims,
     "gpt2": gpt2,
     "llama": llama,
     "vit": vit,
+    "vit_hw": vit_hw,
     "t5_encoder": t5_encoder,
     "clip_vision": clip_vision,
     "resnet": resnet,
