@@ -213,6 +213,14 @@ def test_binary_operators_against_numpy(case):
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             result = getattr(ops, op)(a, b, out=out, **kwargs)
+    except ZeroDivisionError:
+        # documented for integer Div by zero and 0 to a negative power (peer-differences.md)
+        assert a.dtype.kind in "iu" and b.dtype.kind in "iu", (a.dtype, b.dtype)
+        if op == "div":
+            assert not np.all(b)
+        else:
+            assert op == "pow" and np.any(a == 0) and np.any(b < 0)
+        return
     except DOCUMENTED as err:
         if expected is not None and out_kind in ("none", "right") and not kwargs:
             # shapes NumPy broadcasts, one dtype: only the ONNX dtype table may refuse

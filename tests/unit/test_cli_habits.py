@@ -293,6 +293,8 @@ def test_completion_is_documented_in_the_readme() -> None:
         pytest.param(["tests/fixtures/real/bert_dynamo.onnx"], id="domain"),
         pytest.param(["tests/fixtures/real/bert_dynamo.onnx", "--dim", "s41=65"], id="outside"),
         pytest.param(["no-such-model.onnx"], id="unreadable"),
+        pytest.param(["tests/fixtures/real/vit_hw_torchscript.onnx"], id="boxes"),
+        pytest.param(["tests/fixtures/real/gpt2_dynamo.onnx"], id="relations"),
     ],
 )
 def test_domain_json_follows_its_shipped_schema(args: list[str]) -> None:
@@ -302,3 +304,6 @@ def test_domain_json_follows_its_shipped_schema(args: list[str]) -> None:
     obj = json.loads(result.stdout)
     jsonschema.validate(obj, schema)
     assert result.exit_code in (0, 1, 2)
+    if "vit_hw" in args[0]:
+        (tied,) = [r for r in obj["domain"]["relations"] if "boxes" in r]
+        assert tied["searched_to"] >= 135 and [[32, 39], [[32, 39]]] in tied["boxes"]

@@ -33,6 +33,8 @@ def _run(model: object, feeds: dict[str, np.ndarray]) -> str | None:
     data = model if isinstance(model, str) else model.SerializeToString()
     options = ort.SessionOptions()
     options.log_severity_level = 4
+    # Unoptimised, so that an error names the model's node (not a fused "conv2d_nchwc").
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         session.run(None, feeds)
@@ -119,6 +121,55 @@ def test_gpt2_torchscript_caps_seq_at_the_position_gather() -> None:
     for s in (1, 64, 65):
         feeds = {"input_ids": _ids(2, s), "attention_mask": np.ones((2, s), np.int64)}
         _agrees(path, domain, {"batch": 2, "seq": s}, feeds)
+
+
+VIT_HW = [
+    ("vit_hw_torchscript.onnx", "/model/embeddings/Add", ("batch", "height", "width")),
+    ("vit_hw_dynamo.onnx", "node_add_17", ("s99", "s100", "s4")),
+]
+
+
+@pytest.mark.parametrize(("name", "add", "names"), VIT_HW, ids=[n for n, _, _ in VIT_HW])
+def test_a_real_vit_runs_only_where_its_patches_fill_the_17_positions(
+    name: str, add: str, names: tuple[str, str, str]
+) -> None:
+    # transformers' ViT, image 32, patch 8: (height//8)*(width//8) + 1 must be 17. The
+    # TorchScript export leaves the conv's output unknown (bcast writes its window arithmetic);
+    # the dynamo export writes s100//8. onnxruntime decides every point.
+    path = str(REAL / name)
+    domain = bcast.check(path).domain
+    batch, height, width = names
+    assert (domain.dim(height).text, domain.dim(width).text) == ("8..", "8..")
+    (tied,) = [r for r in domain.relations if r.imposed[0].node == add]
+    expected = [(8, 15, 128, 135), (16, 23, 64, 71), (32, 39, 32, 39), (64, 71, 16, 23)]
+    expected.append((128, 135, 8, 15))
+    assert [(a, b, c, d) for (a, b), ((c, d),) in tied.boxes] == expected
+    points = [(32, 32), (39, 39), (40, 32), (31, 32), (16, 64), (23, 71), (24, 64), (7, 128)]
+    for h, w in [*points, (8, 128), (135, 15), (64, 64)]:
+        feeds = {"pixel_values": np.zeros((2, 3, h, w), np.float32)}
+        _agrees(path, domain, {batch: 2, height: h, width: w}, feeds)
+
+
+def test_a_real_bert_mask_on_its_own_symbols_is_tied_to_seq() -> None:
+    # TorchScript export with the mask's dims named mask_batch, mask_seq. Not collected (said
+    # in docs/domain.md): the mask is read by a flat Gather (mask_batch >= batch), and at
+    # seq = 1 a longer mask fails at the next MatMul; the points avoid both.
+    path = str(REAL / "bert_mask_dims_torchscript.onnx")
+    domain = bcast.check(path).domain
+    assert domain.dim("seq").text == "1..64"
+    (tied,) = [r for r in domain.relations if set(r.dims) == {"seq", "mask_seq"}]
+    assert tied.imposed[0].node == "/model/encoder/layer.0/attention/self/Add"
+    for b, s, mb, ms in [(2, 8, 2, 8), (2, 8, 2, 1), (2, 8, 2, 5), (2, 8, 2, 9), (2, 8, 3, 8)]:
+        for s_, ms_ in (
+            [(s, ms), (64, 64), (65, 65)] if (b, s, mb, ms) == (2, 8, 2, 8) else [(s, ms)]
+        ):
+            feeds = {
+                "input_ids": _ids(b, s_),
+                "attention_mask": np.ones((mb, ms_), np.int64),
+                "token_type_ids": np.zeros((b, s_), np.int64),
+            }
+            point = {"batch": b, "seq": s_, "mask_batch": mb, "mask_seq": ms_}
+            _agrees(path, domain, point, feeds)
 
 
 def test_bert_dynamo_hands_the_domain_back_to_torch_export_and_openvino() -> None:

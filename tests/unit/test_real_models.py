@@ -42,6 +42,14 @@ SEQ_CAPPED = {
 LATENT = {
     **{name: [at] for name, at in SEQ_CAPPED.items()},
     "gpt2_dynamo.onnx": [("node_add_168", 3), ("node_add_347", 3)],
+    # Image size tied to the 17 position embeddings; mask dims of their own (see test_domain).
+    "vit_hw_torchscript.onnx": [("/model/embeddings/Add", 1)],
+    "vit_hw_dynamo.onnx": [("node_add_17", 1), ("node_add_181", 1), ("node_add_315", 1)],
+    "bert_mask_dims_torchscript.onnx": [
+        ("/model/embeddings/Add_1", 1),
+        ("/model/encoder/layer.0/attention/self/Add", 3),
+        ("/model/encoder/layer.1/attention/self/Add", 3),
+    ],
 }
 
 

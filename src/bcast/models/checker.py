@@ -14,8 +14,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Final
 
+from bcast.core.arithmetic import expr_of
+from bcast.core.conditions import SEARCHED
 from bcast.core.dim import intersect_dims
-from bcast.core.shape import Shape, more_precise
+from bcast.core.expressions import Expr
+from bcast.core.shape import Shape, informative, more_precise
 from bcast.models.domain_collect import Record, collect_other
 from bcast.models.domain_solve import solve_domain
 from bcast.models.graph import (
@@ -24,6 +27,7 @@ from bcast.models.graph import (
     ModelError,
     Node,
     Report,
+    Rule,
     Severity,
     Subgraph,
     Unchecked,
@@ -216,6 +220,9 @@ def _walk(
                     findings.extend(_against_declared(node, result, peer[0]))
                 if peer:  # what bcast leaves unknown (an Expand target), the peer may know
                     result = more_precise(peer[0], result) or result
+                if node.rule is Rule.MULTIDIRECTIONAL and graph.expressions:
+                    operands = [values.get(i, _DYNAMIC) for i in node.inputs if i]
+                    result = _settled(result, operands, graph.expressions)
                 outputs = (result, *peer[1:])
         derived = derive(node, values) if derive is not None and node.rule is None else None
         if derived:
@@ -253,6 +260,40 @@ def _walk(
             _walk(body, bound, max_elements, None, scope, bindings, unchecked=unchecked)[0]
         )
     return findings, values
+
+
+def _settled(result: Shape, operands: Sequence[Shape], expressions: Mapping[str, Expr]) -> Shape:
+    """Name the output dims a numpy broadcast leaves unknown where one operand's always wins.
+
+    Where the model runs, each output dim is the largest of the operands' dims at its axis.
+    ``seq`` against ``Min(64, seq)`` is ``seq`` at every size, so the output is ``seq``, not
+    ``?`` (and the dims after it keep their name). Decided size by size over one symbol, up
+    to a bound past the expressions' constants.
+    """
+    if result.rank is None or any(s.rank is None for s in operands):
+        return result
+    dims = list(result.dims)
+    for axis, dim in enumerate(dims):
+        if informative(dim):
+            continue
+        back = result.rank - axis
+        column = [s.dims[s.rank - back] for s in operands if s.rank is not None and s.rank >= back]
+        kept = [d for d in column if not d.definitely_one()]
+        found = [expr_of(d, expressions) for d in kept]
+        exprs = [e for e in found if e is not None]
+        if not exprs or len(exprs) != len(found):
+            continue
+        free = frozenset().union(*(e.symbols for e in exprs))
+        if len(free) != 1:
+            continue
+        (symbol,) = free
+        top = min(SEARCHED, 2 * max((abs(c) for e in exprs for c in e.constants), default=0) + 64)
+        rows = [[e.evaluate({symbol: v}) for e in exprs] for v in range(1, top + 1)]
+        for k, candidate in enumerate(kept):
+            if all(row[k] is not None and row[k] == max(x or 0 for x in row) for row in rows):
+                dims[axis] = candidate
+                break
+    return Shape(dims)
 
 
 def _filled(peer: Shape, ours: Shape | None) -> Shape:

@@ -33,8 +33,10 @@ __all__ = ["NOT_COLLECTED", "Record", "collect_other"]
 NOT_COLLECTED: Final = (
     "If/Loop/Scan and function bodies",
     "Slice and Pad bounds, Gather indices other than a Range of positions",
-    "Reshape targets computed in the graph, IR Reshape and MatMul (transpose attributes)",
-    "Conv/Pool spatial arithmetic unless the exporter wrote it as dim expressions",
+    "IR Reshape and MatMul (transpose attributes)",
+    "IR Conv/Pool windows (ONNX's are collected)",
+    "index bounds of GatherND, ScatterND and flat Gathers (a mask read row by row)",
+    "a two-way broadcast of two symbols feeding a MatMul (its output dim is not named)",
 )
 
 

@@ -21,6 +21,7 @@ a's sizes and 1. No general solver is needed for these forms (see docs/domain.md
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -67,6 +68,7 @@ def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, in
     --------
         >>> from bcast.core.planning import plan
         >>> from bcast.core.conditions import find_conditions
+        >>> from bcast.core.shape import Shape
         >>> shapes = {"x": Shape.parse("[h,w]"), "y": Shape.parse("[32,w]")}
     >>> g = Graph("m.onnx", "onnx", shapes=shapes)
         >>> p = plan(Shape.parse("[h,w]"), Shape.parse("[32,w]"), mode="none")
@@ -147,7 +149,8 @@ def _condition(
             searched[key] = search(test, symbol, constants)
         solver.cut(symbol, searched[key], by)
     elif exprs:
-        text = cond.text.removeprefix("fails unless ")
+        # The same requirement at every layer: said once, without the value it was seen on.
+        text = re.sub(r" \(axis \d+ of [^()]*\)$", "", cond.text.removeprefix("fails unless "))
         constants = [c for _, d, s in kept if s for c in dims.expr(d).constants]
         others.append(_relation(text, free, by, solver, test, constants))
     else:
