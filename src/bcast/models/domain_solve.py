@@ -270,16 +270,8 @@ def _count(
 
     words = f"{left} must equal {right}"
     by = Imposed(record.node, record.op, None, f"Reshape: {words} (element counts)")
-    requirements.append(Requirement(by, free, test))
-    if not free:
-        if test({}) is False:
-            failed.append(by)
-    elif len(free) == 1:
-        (symbol,) = free
-        solver.cut(symbol, search(test, symbol, [*left.constants, *right.constants]), by)
-    else:
-        constants = [*left.constants, *right.constants]
-        others.append(_relation(words, free, by, solver, test, constants))
+    constants = [*left.constants, *right.constants]
+    _impose(by, free, test, constants, words, solver, requirements, failed, others)
 
 
 def _relation(
@@ -321,13 +313,7 @@ def _bound(
         count = dims.value(record.count, bindings)
         return None if count is None else count <= room
 
-    requirements.append(Requirement(by, free, test))
-    if not free:
-        if test({}) is False:
-            failed.append(by)
-    elif len(free) == 1:
-        (symbol,) = free
-        solver.cut(symbol, search(test, symbol, [room]), by)
+    _impose(by, free, test, [room], reason, solver, requirements, failed, None)
 
 
 def _window(
@@ -353,12 +339,33 @@ def _window(
         size = shown.evaluate(bindings)
         return None if size is None else size >= 1
 
+    _impose(by, free, test, shown.constants, f"{shown} >= 1", solver, requirements, [], others)
+
+
+def _impose(
+    by: Imposed,
+    free: frozenset[str],
+    test: Test,
+    constants: Sequence[int],
+    text: str,
+    solver: Solver,
+    requirements: list[Requirement],
+    failed: list[Imposed],
+    others: list[Relation] | None,
+) -> None:
+    """Record a requirement and apply it: fails outright, cuts one dim, or relates several.
+
+    Over several dims it becomes a relation in ``others`` (None: left to `first_failure`).
+    """
     requirements.append(Requirement(by, free, test))
-    if len(free) == 1:
+    if not free:
+        if test({}) is False:
+            failed.append(by)
+    elif len(free) == 1:
         (symbol,) = free
-        solver.cut(symbol, search(test, symbol, shown.constants), by)
-    else:
-        others.append(_relation(f"{shown} >= 1", free, by, solver, test, shown.constants))
+        solver.cut(symbol, search(test, symbol, constants), by)
+    elif others is not None:
+        others.append(_relation(text, free, by, solver, test, constants))
 
 
 def _with_boxes(relations: list[Relation], solver: Solver) -> list[Relation]:
