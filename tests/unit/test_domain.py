@@ -150,6 +150,49 @@ def test_a_real_vit_runs_only_where_its_patches_fill_the_17_positions(
         _agrees(path, domain, {batch: 2, height: h, width: w}, feeds)
 
 
+def _run_openvino(xml: str, name: str, array: np.ndarray) -> str | None:
+    """Run the IR at ``array``'s shape in OpenVINO; None if it runs, else the error.
+
+    Read and compiled afresh for each shape: a compiled model that failed once at an
+    invalid size can fail valid sizes after it.
+    """
+    ov = pytest.importorskip("openvino")
+    core = ov.Core()
+    model = core.read_model(xml)
+    try:
+        model.reshape({name: list(array.shape)})
+        core.compile_model(model, "CPU")({name: array})
+    except Exception as err:  # OpenVINO's own error types
+        return str(err)
+    return None
+
+
+def test_a_real_vit_ir_has_the_domain_of_its_onnx_exports_and_openvino_agrees() -> None:
+    # The same ViT converted by openvino.convert_model. OpenVINO's inference gives the
+    # Convolution's output as 1.. (no link to the image size); bcast writes the window
+    # arithmetic of the Convolution, the Reshape's -1 and the Concat's sum as expressions.
+    xml = str(REAL / "vit_hw_openvino.xml")
+    domain = bcast.check(xml).domain
+    conv = "__module.model.embeddings.patch_embeddings.projection/aten::_convolution/Convolution"
+    add = "__module.model.embeddings/aten::add/Add"
+    height, width = domain.dim("pixel_values.2"), domain.dim("pixel_values.3")
+    assert (height.text, width.text) == ("8..", "8..")
+    assert {i.node for i in (*height.imposed, *width.imposed)} == {conv}
+    (tied,) = [r for r in domain.relations if r.imposed[0].node == add]
+    expected = [(8, 15, 128, 135), (16, 23, 64, 71), (32, 39, 32, 39), (64, 71, 16, 23)]
+    expected.append((128, 135, 8, 15))
+    assert [(a, b, c, d) for (a, b), ((c, d),) in tied.boxes] == expected
+    for h, w in [(32, 32), (39, 39), (40, 32), (31, 32), (16, 64), (24, 64), (7, 128), (8, 128)]:
+        point = {"pixel_values.0": 2, "pixel_values.2": h, "pixel_values.3": w}
+        failure = domain.first_failure(point)
+        error = _run_openvino(xml, "pixel_values", np.zeros((2, 3, h, w), np.float32))
+        if failure is None:
+            assert error is None, f"inside the domain at {point}, OpenVINO failed: {error}"
+        else:
+            assert error is not None, f"outside the domain at {point} ({failure}), but it ran"
+            assert f" {failure.node} (" in error, error
+
+
 def test_a_real_bert_mask_on_its_own_symbols_is_tied_to_seq() -> None:
     # TorchScript export with the mask's dims named mask_batch, mask_seq. Not collected (said
     # in docs/domain.md): the mask is read by a flat Gather (mask_batch >= batch), and at

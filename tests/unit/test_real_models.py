@@ -45,6 +45,7 @@ LATENT = {
     # Image size tied to the 17 position embeddings; mask dims of their own (see test_domain).
     "vit_hw_torchscript.onnx": [("/model/embeddings/Add", 1)],
     "vit_hw_dynamo.onnx": [("node_add_17", 1), ("node_add_181", 1), ("node_add_315", 1)],
+    "vit_hw_openvino.xml": [("__module.model.embeddings/aten::add/Add", 1)],
     "bert_mask_dims_torchscript.onnx": [
         ("/model/embeddings/Add_1", 1),
         ("/model/encoder/layer.0/attention/self/Add", 3),

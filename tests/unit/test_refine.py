@@ -13,8 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import bcast
 from bcast import Dim, Shape
+from bcast.core.arithmetic import reshape_output
 from bcast.core.shape import more_precise
-from bcast.onnx.own_shapes import reshape_output
 from bcast.onnx.values import shape_tensor_values
 
 F = TensorProto.FLOAT

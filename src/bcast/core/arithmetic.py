@@ -2,17 +2,41 @@
 
 bcast writes the dims that Conv, Concat, Flatten and Reshape compute from symbolic inputs
 as `bcast.core.expressions.Expr` trees (``(height - 1)//2 + 1``, ``h*w + 1``), folding
-literals so that chains stay short: a window's ``- 1`` after a ``+ 1`` cancels.
+literals so that chains stay short: a window's ``- 1`` after a ``+ 1`` cancels. The ONNX
+and the OpenVINO IR readers both build their operators' shapes from these
+(`bcast.onnx.own_shapes`, `bcast.openvino.ir_shapes`); `expression_dim` names an
+expression as a dim and records it in a graph's ``expressions``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Final
 
 from bcast.core.dim import Dim
+from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
+from bcast.core.shape import Shape
 
-__all__ = ["ceiling_div", "expr_of", "factors", "floor_div", "plus", "product", "total"]
+__all__ = [
+    "ceiling_div",
+    "concat_output",
+    "expr_of",
+    "expression_dim",
+    "factors",
+    "floor_div",
+    "named_dim",
+    "plus",
+    "product",
+    "register_expression",
+    "reshape_output",
+    "total",
+    "window_dim",
+]
+
+_BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
 
 
 def expr_of(dim: Dim, expressions: Mapping[str, Expr]) -> Expr | None:
@@ -130,3 +154,175 @@ def product(items: list[Expr]) -> Expr:
         out = item if out is None else Expr("*", (out, item))
     assert out is not None
     return out
+
+
+def window_dim(
+    size: Expr, kernel: int, stride: int, dilation: int, pads: int, same: bool = False
+) -> Expr | None:
+    """One spatial output dim of a convolution or pooling window (floor rounding).
+
+    ``(size + pads - ((kernel - 1)*dilation + 1))//stride + 1``, or ``ceiling(size/stride)``
+    for ``same`` padding (ONNX ``SAME_UPPER``/``SAME_LOWER``, OpenVINO ``same_upper``...).
+    None for a stride, dilation or kernel below 1.
+
+    >>> str(window_dim(Expr("sym", name="h"), 8, 8, 1, 0))
+    '(h - 8)//8 + 1'
+    >>> str(window_dim(Expr("sym", name="h"), 3, 2, 1, 2, same=True))
+    'ceiling(h/2)'
+    """
+    if stride < 1 or dilation < 1 or kernel < 1:
+        return None
+    if same:
+        return ceiling_div(size, stride)
+    span = (kernel - 1) * dilation + 1
+    return plus(floor_div(plus(size, pads - span), stride), 1)
+
+
+def named_dim(name: str) -> Dim:
+    """Return the symbol ``name``, cleaned where bcast's text cannot hold it (``?`` if never).
+
+    >>> str(named_dim("batch")), str(named_dim("a b")), str(named_dim("Min(64, s41)"))
+    ('batch', 'a_b', 'Min_64__s41_')
+    """
+    try:
+        return Dim.symbol(name)
+    except BroadcastError:
+        cleaned = _BAD_SYMBOL_CHARS.sub("_", name).replace("..", "_")
+        if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):
+            cleaned = "_" + cleaned
+        try:
+            return Dim.symbol(cleaned)
+        except BroadcastError:
+            return Dim.unknown()
+
+
+def register_expression(expr: Expr, base: str, expressions: dict[str, Expr]) -> Dim:
+    """Record ``expr`` in ``expressions`` under ``base`` (or ``base_2``... if that is taken).
+
+    >>> found = {}
+    >>> str(register_expression(Expr("sym", name="h"), "h2", found)), list(found)
+    ('h2', ['h2'])
+    """
+    chosen, count = base, 1
+    while chosen in expressions and expressions[chosen] != expr:
+        count += 1  # another expression cleans to the same text: keep them apart
+        chosen = f"{base}_{count}"
+    expressions[chosen] = expr
+    return Dim.symbol(chosen)
+
+
+def expression_dim(expr: Expr, expressions: dict[str, Expr]) -> Dim:
+    """Return the dim that stands for ``expr`` (a size, a symbol or a new named expression).
+
+    The expression is recorded in ``expressions`` under its name, as the readers record the
+    ones exporters write.
+
+    >>> from bcast.core.expressions import parse_expression
+    >>> found = {}
+    >>> dim = expression_dim(parse_expression("(h - 8)//8 + 1"), found)
+    >>> [str(found[dim.name]) for dim in [dim]]
+    ['(h - 8)//8 + 1']
+    """
+    if expr.op == "int":
+        return Dim(expr.value) if expr.value >= 0 else Dim.unknown()
+    if expr.op == "sym":
+        return named_dim(expr.name)
+    named = named_dim(str(expr)).name
+    return Dim.unknown() if named is None else register_expression(expr, named, expressions)
+
+
+def reshape_output(
+    data: Shape,
+    target: Sequence[Dim | int],
+    allowzero: bool,
+    expressions: dict[str, Expr] | None = None,
+) -> Shape | None:
+    """Return Reshape's output shape, resolving ``-1`` by the element count, or None.
+
+    ``allowzero`` False (ONNX's default, OpenVINO's ``special_zero="true"``): a 0 copies
+    the data's dim. Symbols cancel: ``[batch,32,4,4]`` to ``[batch,32,-1]`` gives
+    ``[batch,32,16]``. With ``expressions``, symbols left over make a product
+    (``[b,32,h,w]`` to ``[b,32,-1]`` gives ``h*w``), recorded there.
+
+    >>> str(reshape_output(Shape.parse("[batch,32,4,4]"), [Dim.symbol("batch"), 32, -1], False))
+    '[batch,32,16]'
+    >>> reshape_output(Shape.parse("[batch,8]"), [-1, 3], False) is None
+    True
+    """
+    if data.rank is None:
+        return None
+    out: list[Dim | None] = []
+    for i, value in enumerate(target):
+        if isinstance(value, Dim):
+            out.append(value)
+        elif value == 0 and not allowzero:
+            out.append(data.dims[i] if i < len(data.dims) else None)
+        elif value == -1:
+            out.append(None)
+        elif value >= 0:
+            out.append(Dim(value))
+        else:
+            return None
+    if out.count(None) > 1:
+        return None
+    if None in out:
+        missing = _quotient(list(data.dims), [d for d in out if d is not None], expressions)
+        if missing is None:
+            return None
+        out[out.index(None)] = missing
+    return Shape(d for d in out if d is not None)
+
+
+def _quotient(
+    have: list[Dim], taken: list[Dim], expressions: dict[str, Expr] | None = None
+) -> Dim | None:
+    """Return the dim that makes ``taken`` hold as many elements as ``have``, if it is sure."""
+    rest = list(have)
+    static_taken = 1
+    for dim in taken:
+        if dim.is_static:
+            static_taken *= dim.lo
+        elif dim.name is not None and dim in rest:
+            rest.remove(dim)
+        else:
+            return None
+    statics = math.prod(d.lo for d in rest if d.is_static)
+    named = [d for d in rest if not d.is_static]
+    if static_taken == 0 or statics % static_taken:
+        return None  # not a whole number of rows: the Reshape fails (or is not sure)
+    factor = statics // static_taken
+    if not named:
+        return Dim(factor)
+    if factor == 1 and len(named) == 1:
+        return named[0]  # [batch,seq] to [-1,seq]: the -1 is batch
+    found = [expr_of(d, expressions) for d in named] if expressions is not None else [None]
+    if expressions is None or any(f is None for f in found):
+        return None
+    factors = [Expr("int", value=factor), *(f for f in found if f is not None)]
+    return expression_dim(product(factors), expressions)
+
+
+def concat_output(axis: int, inputs: Sequence[Shape], expressions: dict[str, Expr]) -> Shape | None:
+    """Concat's output where its axis holds symbols: the sum, recorded in ``expressions``.
+
+    The other axes are the first input's. None where a rank, the axis or a part is unknown.
+
+    >>> found = {}
+    >>> shape = concat_output(1, [Shape.parse("[b,1,32]"), Shape.parse("[b,n,32]")], found)
+    >>> str(found[shape.dims[1].name])
+    'n + 1'
+    """
+    if not inputs or any(s.rank is None for s in inputs):
+        return None
+    rank = inputs[0].rank
+    if not rank or any(s.rank != rank for s in inputs):
+        return None
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        return None
+    parts = [expr_of(s.dims[axis], expressions) for s in inputs]
+    if any(p is None for p in parts):
+        return None
+    summed = expression_dim(total([p for p in parts if p is not None]), expressions)
+    first = inputs[0].dims
+    return Shape((*first[:axis], summed, *first[axis + 1 :]))

@@ -33,8 +33,8 @@ __all__ = ["NOT_COLLECTED", "Record", "collect_other"]
 NOT_COLLECTED: Final = (
     "If/Loop/Scan and function bodies",
     "Slice and Pad bounds, Gather indices other than a Range of positions",
-    "IR Reshape and MatMul (transpose attributes)",
-    "IR Conv/Pool windows (ONNX's are collected)",
+    "pooling that rounds up (ceil_mode, rounding_type ceil)",
+    "IR Reshape targets computed in the graph",
     "index bounds of GatherND, ScatterND and flat Gathers (a mask read row by row)",
     "a two-way broadcast of two symbols feeding a MatMul (its output dim is not named)",
 )
@@ -54,7 +54,7 @@ def collect_other(
     computed in the graph (its output shape then holds symbols); a Gather of a ``Range`` of
     positions stays inside the table (``producers`` maps values to the nodes making them); a
     Conv's or pooling's window fits its input (each spatial output dim at least 1).
-    ONNX only: the IR's MatMul and Reshape take attributes the reader does not keep.
+    An IR MatMul's ``transpose_a/b`` swap its operands' last two dims first.
     Call it once the node's outputs are in ``values``.
 
     Examples
@@ -70,10 +70,10 @@ def collect_other(
     inputs = [
         values.get(name, Shape.dynamic()) if name else Shape.dynamic() for name in node.inputs
     ]
-    if any(s.rank is None for s in inputs) or (graph.format != "onnx" and node.op != "Concat"):
+    if any(s.rank is None for s in inputs):
         return
     if node.op == "MatMul" and len(inputs) == 2 and inputs[0].rank and inputs[1].rank:
-        a, b = inputs[0].dims, inputs[1].dims
+        a, b = _transposed(inputs[0].dims, node.trans_a), _transposed(inputs[1].dims, node.trans_b)
         inner = b[-2] if len(b) >= 2 else b[0]
         _record(node, graph, [Shape((a[-1],)), Shape((inner,))], Mode.NONE, records, ["A", "B"])
         if len(a) > 2 or len(b) > 2:
@@ -90,6 +90,8 @@ def collect_other(
         target = graph.constants.get(node.inputs[1])
         output = values.get(node.outputs[0]) if node.outputs else None
         if target is not None and inputs[0].rank is not None:
+            if node.allowzero and 0 in target:
+                return  # a size of 0: no input of dims at least 1 holds no elements
             records.append(ProductRecord(node.name, node.op, inputs[0], target))
         elif output is not None and output.rank is not None and all(map(informative, output.dims)):
             records.append(CountRecord(node.name, node.op, inputs[0], output))
@@ -106,9 +108,18 @@ def collect_other(
             records.append(BoundRecord(node.name, node.op, positions[1], positions[0], size.lo))
 
 
-_WINDOWED: Final = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool"})
+# ONNX's and the OpenVINO IR's windowed operators (their outputs sized in bcast.onnx.own_shapes
+# and bcast.openvino.ir_shapes).
+_WINDOWED: Final = frozenset(
+    {"Conv", "MaxPool", "AveragePool", "LpPool", "Convolution", "GroupConvolution", "AvgPool"}
+)
 # Operators that keep the set of an integer tensor's values (Range's positions reach Gather).
 _SAME_VALUES: Final = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Cast", "Identity", "Expand"})
+
+
+def _transposed(dims: tuple[Dim, ...], swap: bool) -> tuple[Dim, ...]:
+    """Return a MatMul operand's dims as multiplied: the last two swapped for a transpose."""
+    return (*dims[:-2], dims[-1], dims[-2]) if swap and len(dims) >= 2 else dims
 
 
 def _range_of(

@@ -93,7 +93,10 @@ class Node:
     axes_mapping : tuple of int or None
         Broadcast explicit mode: the constant ``axes_mapping``.
     trans_a, trans_b : bool
-        Gemm ``transA`` / ``transB``.
+        Gemm ``transA`` / ``transB``; OpenVINO MatMul ``transpose_a`` / ``transpose_b``.
+    allowzero : bool
+        Reshape: a 0 in the target is a size of 0, not a copy of the data's dim (ONNX
+        ``allowzero=1``, OpenVINO ``special_zero="false"``).
     output_shapes : tuple of Shape
         The peer's inferred output shapes (``[...]`` where it has none).
     subgraphs : tuple of Subgraph
@@ -111,6 +114,7 @@ class Node:
     axes_mapping: tuple[int, ...] | None = None
     trans_a: bool = False
     trans_b: bool = False
+    allowzero: bool = False
     output_shapes: tuple[Shape, ...] = ()
     subgraphs: tuple[Subgraph, ...] = field(default=(), compare=False)
 

@@ -9,28 +9,35 @@ operator definitions; `bcast.onnx.refine` hands them back to ONNX's inference.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 import onnx
 
-from bcast.core.arithmetic import ceiling_div, expr_of, floor_div, plus, product, total
+from bcast.core.arithmetic import (
+    concat_output,
+    expr_of,
+    expression_dim,
+    product,
+    reshape_output,
+    window_dim,
+)
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.models import Graph
-from bcast.onnx.protos import DEFAULT_DOMAINS, attribute, expression_dim, symbol
+from bcast.onnx.protos import DEFAULT_DOMAINS, attribute, symbol
 from bcast.onnx.values import Value
 
-__all__ = ["own_shapes", "reshape_output"]
+__all__ = ["own_shapes"]
 
 _ML: Final = "ai.onnx.ml"
 _SAME_SHAPE: Final = frozenset({"Scaler", "Normalizer", "Imputer", "Binarizer", "LabelEncoder"})
 _CLASSIFIERS: Final = frozenset({"LinearClassifier", "SVMClassifier", "TreeEnsembleClassifier"})
 _UNKNOWN: Final = Dim.unknown()
 _WINDOWED: Final = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool"})
+_AUTO_PADS: Final = frozenset({"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"})
 # Operators whose first output has their first input's shape: what lies between convs.
 _KEEPS_SHAPE: Final = frozenset(
     {
@@ -103,7 +110,7 @@ def own_shapes(
     if op in _WINDOWED:
         return [_windowed(proto, inputs, expressions)]
     if op == "Concat":
-        return [_concat(proto, inputs, expressions)]
+        return [concat_output(int(attribute(proto, "axis", 0)), inputs, expressions)]
     if op == "Flatten":
         return [_flatten(proto, inputs[0], expressions)]
     return None
@@ -116,76 +123,6 @@ def _transpose(proto: onnx.NodeProto, data: Shape) -> Shape | None:
     if sorted(int(p) for p in perm) != list(range(data.rank)):
         return None
     return Shape(data.dims[int(p)] for p in perm)
-
-
-def reshape_output(
-    data: Shape,
-    target: Sequence[Dim | int],
-    allowzero: bool,
-    expressions: dict[str, Expr] | None = None,
-) -> Shape | None:
-    """Return Reshape's output shape, resolving ``-1`` by the element count, or None.
-
-    Symbols cancel: ``[batch,32,4,4]`` to ``[batch,32,-1]`` gives ``[batch,32,16]``. With
-    ``expressions``, symbols left over make a product (``[b,32,h,w]`` to ``[b,32,-1]`` gives
-    ``h*w``), recorded there.
-
-    >>> str(reshape_output(Shape.parse("[batch,32,4,4]"), [Dim.symbol("batch"), 32, -1], False))
-    '[batch,32,16]'
-    >>> reshape_output(Shape.parse("[batch,8]"), [-1, 3], False) is None
-    True
-    """
-    if data.rank is None:
-        return None
-    out: list[Dim | None] = []
-    for i, value in enumerate(target):
-        if isinstance(value, Dim):
-            out.append(value)
-        elif value == 0 and not allowzero:
-            out.append(data.dims[i] if i < len(data.dims) else None)
-        elif value == -1:
-            out.append(None)
-        elif value >= 0:
-            out.append(Dim(value))
-        else:
-            return None
-    if out.count(None) > 1:
-        return None
-    if None in out:
-        missing = _quotient(list(data.dims), [d for d in out if d is not None], expressions)
-        if missing is None:
-            return None
-        out[out.index(None)] = missing
-    return Shape(d for d in out if d is not None)
-
-
-def _quotient(
-    have: list[Dim], taken: list[Dim], expressions: dict[str, Expr] | None = None
-) -> Dim | None:
-    """Return the dim that makes ``taken`` hold as many elements as ``have``, if it is sure."""
-    rest = list(have)
-    static_taken = 1
-    for dim in taken:
-        if dim.is_static:
-            static_taken *= dim.lo
-        elif dim.name is not None and dim in rest:
-            rest.remove(dim)
-        else:
-            return None
-    statics = math.prod(d.lo for d in rest if d.is_static)
-    named = [d for d in rest if not d.is_static]
-    if static_taken == 0 or statics % static_taken:
-        return None  # not a whole number of rows: the Reshape fails (or is not sure)
-    factor = statics // static_taken
-    if not named:
-        return Dim(factor)
-    if factor == 1 and len(named) == 1:
-        return named[0]  # [batch,seq] to [-1,seq]: the -1 is batch
-    found = [expr_of(d, expressions) for d in named] if expressions is not None else [None]
-    if expressions is None or any(f is None for f in found):
-        return None
-    factors = [Expr("int", value=factor), *(f for f in found if f is not None)]
-    return expression_dim(product(factors), expressions)
 
 
 def _ml_shapes(proto: onnx.NodeProto, inputs: Sequence[Shape]) -> list[Shape] | None:
@@ -254,21 +191,6 @@ def _range(proto: onnx.NodeProto, tensors: Mapping[str, Value]) -> Shape | None:
     return Shape((end,)) if isinstance(end, Dim) and end.name is not None else None
 
 
-def _window_dim(
-    size: Expr, kernel: int, stride: int, dilation: int, pads: int, auto_pad: str
-) -> Expr | None:
-    """One spatial output dim of a convolution or pooling window, as ONNX defines it."""
-    if stride < 1 or dilation < 1 or kernel < 1:
-        return None
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        return ceiling_div(size, stride)
-    if auto_pad not in ("NOTSET", "VALID"):
-        return None
-    span = (kernel - 1) * dilation + 1
-    reach = (pads if auto_pad == "NOTSET" else 0) - span
-    return plus(floor_div(plus(size, reach), stride), 1)
-
-
 def _windowed(
     proto: onnx.NodeProto, inputs: Sequence[Shape], expressions: dict[str, Expr]
 ) -> Shape | None:
@@ -297,6 +219,8 @@ def _windowed(
     pads = attribute(proto, "pads", None) or [0] * (2 * spatial)
     auto_pad = attribute(proto, "auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
+    if auto_pad not in _AUTO_PADS:
+        return None
     if not kernel or not all(len(v) == spatial for v in (kernel, strides, dilations)):
         return None
     if len(pads) != 2 * spatial:
@@ -307,38 +231,17 @@ def _windowed(
         found = (
             None
             if size is None
-            else _window_dim(
+            else window_dim(
                 size,
                 int(kernel[i]),
                 int(strides[i]),
                 int(dilations[i]),
-                int(pads[i]) + int(pads[i + spatial]),
-                auto_pad,
+                int(pads[i]) + int(pads[i + spatial]) if auto_pad == "NOTSET" else 0,
+                same=auto_pad.startswith("SAME"),
             )
         )
         out.append(Dim.unknown() if found is None else expression_dim(found, expressions))
     return Shape(out)
-
-
-def _concat(
-    proto: onnx.NodeProto, inputs: Sequence[Shape], expressions: dict[str, Expr]
-) -> Shape | None:
-    """Concat's output where its axis holds symbols: the sum (``1 + (h//8)*(w//8)``)."""
-    if not inputs or any(s.rank is None for s in inputs):
-        return None
-    rank = inputs[0].rank
-    if not rank or any(s.rank != rank for s in inputs):
-        return None
-    axis = int(attribute(proto, "axis", 0))
-    axis = axis + rank if axis < 0 else axis
-    if not 0 <= axis < rank:
-        return None
-    parts = [expr_of(s.dims[axis], expressions) for s in inputs]
-    if any(p is None for p in parts):
-        return None
-    summed = expression_dim(total([p for p in parts if p is not None]), expressions)
-    first = inputs[0].dims
-    return Shape((*first[:axis], summed, *first[axis + 1 :]))
 
 
 def _flatten(

@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from bcast.core.arithmetic import expression_dim, named_dim, register_expression
 from bcast.core.dim import Dim
-from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr, parse_expression
 from bcast.core.shape import Shape
 from bcast.models import Graph, ModelError
@@ -44,7 +44,6 @@ _ATTRIBUTE_TYPE: Final = {
     str: onnx.AttributeProto.STRING,
 }
 _NAMES: Final = frozenset(onnx.AttributeProto.AttributeType.values())
-_BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
 
 
 def read_opsets(imports: Any) -> dict[str, int]:
@@ -96,37 +95,8 @@ def symbol(
         return Dim.unknown()  # invented by ONNX shape inference: no identity worth keeping
     found = _expression(name) if expressions is not None else None
     if expressions is None or found is None:
-        return _named(name)
-    return _register(*found, expressions)
-
-
-def expression_dim(expr: Expr, expressions: dict[str, Expr]) -> Dim:
-    """Return the dim that stands for ``expr`` (a size, a symbol or a new named expression).
-
-    The expression is recorded in ``expressions`` under its name, as `symbol` records the
-    ones exporters write.
-
-    >>> from bcast.core.expressions import parse_expression
-    >>> found = {}
-    >>> dim = expression_dim(parse_expression("(h - 8)//8 + 1"), found)
-    >>> [str(found[dim.name]) for dim in [dim]]
-    ['(h - 8)//8 + 1']
-    """
-    if expr.op == "int":
-        return Dim(expr.value) if expr.value >= 0 else Dim.unknown()
-    if expr.op == "sym":
-        return _named(expr.name)
-    named = _named(str(expr)).name
-    return Dim.unknown() if named is None else _register(expr, named, expressions)
-
-
-def _register(expr: Expr, base: str, expressions: dict[str, Expr]) -> Dim:
-    chosen, count = base, 1
-    while chosen in expressions and expressions[chosen] != expr:
-        count += 1  # another expression cleans to the same text: keep them apart
-        chosen = f"{base}_{count}"
-    expressions[chosen] = expr
-    return Dim.symbol(chosen)
+        return named_dim(name)
+    return register_expression(*found, expressions)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -135,21 +105,8 @@ def _expression(text: str) -> tuple[Expr, str] | None:
     expr = parse_expression(text)
     if expr is None or expr.op == "sym":
         return None
-    named = _named(str(expr)).name
+    named = named_dim(str(expr)).name
     return None if named is None else (expr, named)
-
-
-def _named(name: str) -> Dim:
-    try:
-        return Dim.symbol(name)
-    except BroadcastError:
-        cleaned = _BAD_SYMBOL_CHARS.sub("_", name).replace("..", "_")
-        if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):
-            cleaned = "_" + cleaned
-        try:
-            return Dim.symbol(cleaned)
-        except BroadcastError:
-            return Dim.unknown()
 
 
 def shape_of(

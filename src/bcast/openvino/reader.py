@@ -28,6 +28,7 @@ from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity
 from bcast.models.isolation import run_isolated
+from bcast.openvino.ir_shapes import refine_ir
 
 __all__ = ["AXIS_KEY", "ELEMENTWISE_AXIS_KEY", "ELEMENTWISE_OPS", "layer_details", "read_ir"]
 
@@ -138,6 +139,7 @@ def read_ir(path: str | os.PathLike[str]) -> Graph:
     graph.nodes = [
         _with_rule(node, layer, graph) for node, layer in zip(plain, layers, strict=True)
     ]
+    refine_ir(graph, {layer.name: layer.data for layer in layers})
     return graph
 
 
@@ -414,6 +416,11 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
             fields["axes_mapping"] = graph.constants.get(node.inputs[2])
     elif layer.type == "Concat" and _is_int(data.get("axis", "0")):  # for the domain
         return Node(**fields, axis=int(data.get("axis", "0")))
+    elif layer.type == "MatMul":  # for the domain: which dims are inner
+        transposed = (data.get(f"transpose_{s}", "false").lower() == "true" for s in "ab")
+        return Node(**fields, trans_a=next(transposed), trans_b=next(transposed))
+    elif layer.type == "Reshape":
+        return Node(**fields, allowzero=data.get("special_zero", "false").lower() != "true")
     elif layer.type in ("PReLU", "PRelu"):  # the slope per channel where it fits (core/channels.py)
         return Node(**fields, rule=Rule.PRELU_CHANNEL)
     else:
