@@ -26,16 +26,26 @@ def _weights(*shape: int) -> Any:
     return o8.constant(np.ones(shape, np.float32))
 
 
+def _conv(w: tuple[int, ...], strides: list[int], begin: list[int], end: list[int],
+          dilations: list[int], pad: str = "explicit") -> Callable[[Any], Any]:  # fmt: skip
+    make = o8.group_convolution if len(w) == 5 else o8.convolution
+    return lambda x: make(x, _weights(*w), strides, begin, end, dilations, pad)
+
+
 WINDOWS: list[tuple[str, Callable[[Any], Any], int]] = [
-    ("conv 7x7 /2 pads 3", lambda x: o8.convolution(x, _weights(4, 3, 7, 7), [2, 2], [3, 3], [3, 3], [1, 1]), 4),
-    ("conv 3x5 /2,3 dilated", lambda x: o8.convolution(x, _weights(4, 3, 3, 5), [2, 3], [0, 1], [2, 1], [2, 1]), 4),
-    ("conv 8x8 /8", lambda x: o8.convolution(x, _weights(4, 3, 8, 8), [8, 8], [0, 0], [0, 0], [1, 1]), 4),
-    ("conv same_upper", lambda x: o8.convolution(x, _weights(4, 3, 3, 3), [2, 2], [0, 0], [0, 0], [1, 1], "same_upper"), 4),
-    ("conv valid", lambda x: o8.convolution(x, _weights(4, 3, 3, 3), [1, 1], [5, 5], [5, 5], [1, 1], "valid"), 4),
-    ("group conv", lambda x: o8.group_convolution(x, _weights(3, 2, 1, 3, 3), [2, 2], [1, 1], [1, 1], [1, 1]), 6),
+    ("conv 7x7 /2 pads 3", _conv((4, 3, 7, 7), [2, 2], [3, 3], [3, 3], [1, 1]), 4),
+    ("conv 3x5 /2,3 dilated", _conv((4, 3, 3, 5), [2, 3], [0, 1], [2, 1], [2, 1]), 4),
+    ("conv 8x8 /8", _conv((4, 3, 8, 8), [8, 8], [0, 0], [0, 0], [1, 1]), 4),
+    ("conv same_upper", _conv((4, 3, 3, 3), [2, 2], [0, 0], [0, 0], [1, 1], "same_upper"), 4),
+    ("conv valid", _conv((4, 3, 3, 3), [1, 1], [5, 5], [5, 5], [1, 1], "valid"), 4),
+    ("group conv", _conv((3, 2, 1, 3, 3), [2, 2], [1, 1], [1, 1], [1, 1]), 6),
     ("max pool dilated", lambda x: o8.max_pool(x, [2, 2], [2, 1], [1, 1], [1, 1], [3, 3]), 3),
-    ("avg pool same_lower", lambda x: o8.avg_pool(x, [2, 2], [0, 0], [0, 0], [2, 3], True, "floor", "same_lower"), 3),
-]  # fmt: skip
+    (
+        "avg pool same_lower",
+        lambda x: o8.avg_pool(x, [2, 2], [0, 0], [0, 0], [2, 3], True, "floor", "same_lower"),
+        3,
+    ),
+]
 
 
 def _save(tmp_path: Path, make: Callable[[Any], Any]) -> str:
