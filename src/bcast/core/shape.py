@@ -289,6 +289,27 @@ def informative(dim: Dim) -> bool:
     return dim.is_static or dim.name is not None or dim.hi is not None
 
 
+def more_named(new: Shape, old: Shape) -> Shape | None:
+    """Return ``old`` with its unnamed dims (``?``, ``1..``, ``0..64``) named by ``new``.
+
+    Like `more_precise`, but an interval gives way too: a size or a symbol (a dim
+    expression of the inputs) says which input dims it comes from, an interval does not.
+
+    >>> str(more_named(Shape.parse("[N,h2]"), Shape.parse("[N,1..64]")))
+    '[N,h2]'
+    >>> more_named(Shape.parse("[?,h]"), Shape.parse("[N,h]")) is None
+    True
+    """
+    if new.rank is None or old.rank is None or new.rank != old.rank:
+        return more_precise(new, old)
+    dims = [
+        n if not o.is_static and o.name is None and (n.is_static or n.name is not None) else o
+        for n, o in zip(new.dims, old.dims, strict=True)
+    ]
+    merged = Shape(dims)
+    return None if merged == old else merged
+
+
 def more_precise(new: Shape, old: Shape) -> Shape | None:
     """Return ``old`` with what ``new`` knows beyond it, or None if it knows nothing more.
 

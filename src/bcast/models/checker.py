@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Final
 
-from bcast.core.arithmetic import expr_of
+from bcast.core.arithmetic import expr_of, expression_dim
 from bcast.core.conditions import SEARCHED
-from bcast.core.dim import intersect_dims
+from bcast.core.dim import Dim, intersect_dims
 from bcast.core.expressions import Expr
-from bcast.core.shape import Shape, informative, more_precise
+from bcast.core.modes import Mode
+from bcast.core.shape import Shape, informative, more_named, more_precise
 from bcast.models.domain_collect import Record, collect_other
 from bcast.models.domain_solve import solve_domain
 from bcast.models.graph import (
@@ -119,12 +120,17 @@ def check_graph(
 
 
 def propagate_shapes(
-    graph: Graph, *, dims: Mapping[str, int] | None = None, derive: Derive | None = None
+    graph: Graph,
+    *,
+    dims: Mapping[str, int] | None = None,
+    derive: Derive | None = None,
+    over_intervals: bool = False,
 ) -> dict[str, Shape]:
     """Return the shape of every value of ``graph``, as `check_graph` propagates them.
 
     ``derive`` gives the output shapes of a node that does not broadcast from the shapes
-    known so far (None where it knows none); they fill what the peer's shapes leave unknown.
+    known so far (None where it knows none); they fill what the peer's shapes leave unknown
+    (with ``over_intervals``, also the peer's unnamed intervals: `more_named`).
 
     Examples
     --------
@@ -136,7 +142,13 @@ def propagate_shapes(
     ('[N,3]', '[5,3]')
     """
     _, values = _walk(
-        graph, dict(dims or {}), DEFAULT_MAX_ELEMENTS, None, quiet=True, derive=derive
+        graph,
+        dict(dims or {}),
+        DEFAULT_MAX_ELEMENTS,
+        None,
+        quiet=True,
+        derive=derive,
+        fill=more_named if over_intervals else more_precise,
     )
     return values
 
@@ -183,6 +195,7 @@ def _walk(
     quiet: bool = False,
     collect: list[Record] | None = None,
     derive: Derive | None = None,
+    fill: Callable[[Shape, Shape], Shape | None] = more_precise,
 ) -> tuple[list[Finding], dict[str, Shape]]:
     """Check ``graph``'s nodes, then the bodies they run.
 
@@ -220,7 +233,7 @@ def _walk(
                     findings.extend(_against_declared(node, result, peer[0]))
                 if peer:  # what bcast leaves unknown (an Expand target), the peer may know
                     result = more_precise(peer[0], result) or result
-                if node.rule is Rule.MULTIDIRECTIONAL and graph.expressions:
+                if _two_way(node):
                     operands = [values.get(i, _DYNAMIC) for i in node.inputs if i]
                     result = _settled(result, operands, graph.expressions)
                 outputs = (result, *peer[1:])
@@ -228,7 +241,7 @@ def _walk(
         if derived:
             outputs = (
                 tuple(
-                    _filled(outputs[i] if i < len(outputs) else _DYNAMIC, shape)
+                    _filled(outputs[i] if i < len(outputs) else _DYNAMIC, shape, fill)
                     for i, shape in enumerate(derived[: len(node.outputs)])
                 )
                 + outputs[len(derived) :]
@@ -262,15 +275,19 @@ def _walk(
     return findings, values
 
 
-def _settled(result: Shape, operands: Sequence[Shape], expressions: Mapping[str, Expr]) -> Shape:
-    """Name the output dims a numpy broadcast leaves unknown where one operand's always wins.
+def _settled(result: Shape, operands: Sequence[Shape], expressions: dict[str, Expr]) -> Shape:
+    """Name the output dims a numpy broadcast leaves unknown: the largest of its operands'.
 
     Where the model runs, each output dim is the largest of the operands' dims at its axis.
     ``seq`` against ``Min(64, seq)`` is ``seq`` at every size, so the output is ``seq``, not
-    ``?`` (and the dims after it keep their name). Decided size by size over one symbol, up
-    to a bound past the expressions' constants.
+    ``?`` (and the dims after it keep their name); decided size by size over one symbol, up
+    to a bound past the expressions' constants. Other dims make ``Max(seq, mask_seq)``,
+    recorded in ``expressions``, so that what follows (a MatMul against ``seq``) is still
+    related to the inputs.
     """
     if result.rank is None or any(s.rank is None for s in operands):
+        return result
+    if all(informative(d) for d in result.dims):
         return result
     dims = list(result.dims)
     for axis, dim in enumerate(dims):
@@ -283,22 +300,65 @@ def _settled(result: Shape, operands: Sequence[Shape], expressions: Mapping[str,
         exprs = [e for e in found if e is not None]
         if not exprs or len(exprs) != len(found):
             continue
-        free = frozenset().union(*(e.symbols for e in exprs))
-        if len(free) != 1:
+        winner = _always_largest(kept, exprs)
+        if winner is not None:
+            dims[axis] = winner
             continue
-        (symbol,) = free
-        top = min(SEARCHED, 2 * max((abs(c) for e in exprs for c in e.constants), default=0) + 64)
-        rows = [[e.evaluate({symbol: v}) for e in exprs] for v in range(1, top + 1)]
-        for k, candidate in enumerate(kept):
-            if all(row[k] is not None and row[k] == max(x or 0 for x in row) for row in rows):
-                dims[axis] = candidate
-                break
+        flat = [a for e in exprs for a in (e.args if e.op == "Max" else (e,))]
+        distinct = list(dict.fromkeys(flat))
+        # Min(64, seq) never exceeds seq: Max(seq, mask, Min(64, seq)) is Max(seq, mask).
+        kept_args = [
+            e
+            for i, e in enumerate(distinct)
+            if not any(j != i and _never_below(o, e) for j, o in enumerate(distinct))
+        ]
+        if len(kept_args) > 1:
+            dims[axis] = expression_dim(Expr("Max", tuple(kept_args)), expressions)
     return Shape(dims)
 
 
-def _filled(peer: Shape, ours: Shape | None) -> Shape:
+def _never_below(big: Expr, small: Expr) -> bool:
+    """Tell whether ``big >= small`` at every size of their one symbol (sampled as above)."""
+    free = big.symbols | small.symbols
+    if len(free) != 1 or big == small:
+        return False
+    (symbol,) = free
+    top = min(SEARCHED, 2 * max((abs(c) for c in (*big.constants, *small.constants)), default=0))
+    for v in range(1, top + 65):
+        b, s = big.evaluate({symbol: v}), small.evaluate({symbol: v})
+        if b is None or s is None or b < s:
+            return False
+    return True
+
+
+def _two_way(node: Node) -> bool:
+    """Tell whether ``node`` broadcasts its operands numpy's way (each to the largest)."""
+    if node.rule is Rule.MULTIDIRECTIONAL:
+        return node.mode is not Mode.NONE
+    return node.rule in (Rule.ELEMENTWISE, Rule.SELECT) and node.mode is Mode.NUMPY
+
+
+def _always_largest(kept: Sequence[Dim], exprs: Sequence[Expr]) -> Dim | None:
+    """Return the dim of ``kept`` that is the largest at every size of their one symbol."""
+    free = frozenset().union(*(e.symbols for e in exprs))
+    if len(free) != 1:
+        return None
+    (symbol,) = free
+    top = min(SEARCHED, 2 * max((abs(c) for e in exprs for c in e.constants), default=0) + 64)
+    rows = [[e.evaluate({symbol: v}) for e in exprs] for v in range(1, top + 1)]
+    for k, candidate in enumerate(kept):
+        if all(row[k] is not None and row[k] == max(x or 0 for x in row) for row in rows):
+            return candidate
+    return None
+
+
+def _filled(
+    peer: Shape,
+    ours: Shape | None,
+    fill: Callable[[Shape, Shape], Shape | None] = more_precise,
+) -> Shape:
     """Return the peer's shape with what ``ours`` knows where the peer's is unknown."""
-    return peer if ours is None else more_precise(ours, peer) or peer
+    return peer if ours is None else fill(ours, peer) or peer
 
 
 def _against_declared(node: Node, result: Shape, declared: Shape) -> list[Finding]:

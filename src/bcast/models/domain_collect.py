@@ -36,7 +36,6 @@ NOT_COLLECTED: Final = (
     "pooling that rounds up (ceil_mode, rounding_type ceil)",
     "IR Reshape targets computed in the graph",
     "index bounds of GatherND, ScatterND and flat Gathers (a mask read row by row)",
-    "a two-way broadcast of two symbols feeding a MatMul (its output dim is not named)",
 )
 
 
@@ -79,6 +78,8 @@ def collect_other(
         if len(a) > 2 or len(b) > 2:
             batch = [Shape(a[:-2]), Shape(b[:-2] if len(b) >= 2 else ())]
             _record(node, graph, batch, Mode.NUMPY, records, ["A", "B"])
+    elif node.op == "ScaledDotProductAttention" and len(inputs) >= 3:
+        _attention(node, graph, inputs, records)
     elif node.op == "Concat" and len(inputs) > 1:
         rank = inputs[0].rank
         if rank is None or rank == 0 or any(s.rank != rank for s in inputs):
@@ -115,6 +116,24 @@ _WINDOWED: Final = frozenset(
 )
 # Operators that keep the set of an integer tensor's values (Range's positions reach Gather).
 _SAME_VALUES: Final = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Cast", "Identity", "Expand"})
+
+
+def _attention(node: Node, graph: Graph, inputs: Sequence[Shape], records: list[Record]) -> None:
+    """Record OpenVINO ScaledDotProductAttention's requirements.
+
+    Query [N..., L, E], key [N..., S, E], value [N..., S, Ev]; the mask broadcasts one way
+    into the scores [N..., L, S] (ignored when the node is ``causal``).
+    """
+    q, k, v = inputs[0].dims, inputs[1].dims, inputs[2].dims
+    if min(len(q), len(k), len(v)) < 2:
+        return
+    names = ["query", "key", "value", "attention_mask"]
+    _record(node, graph, [Shape(q[-1:]), Shape(k[-1:])], Mode.NONE, records, names[:2])
+    _record(node, graph, [Shape(k[-2:-1]), Shape(v[-2:-1])], Mode.NONE, records, names[1:3])
+    mask = inputs[3] if len(inputs) > 3 and node.inputs[3] and not node.causal else None
+    if mask is not None and mask.rank:
+        scores = Shape((*q[:-1], k[-2]))
+        _record(node, graph, [scores, mask], Mode.UNIDIRECTIONAL, records, names[::3])
 
 
 def _transposed(dims: tuple[Dim, ...], swap: bool) -> tuple[Dim, ...]:

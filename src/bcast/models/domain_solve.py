@@ -54,6 +54,7 @@ from bcast.models.domain_terms import (
     column_test,
     grid_boxes,
     product_test,
+    projections,
     search,
 )
 from bcast.models.graph import Graph
@@ -105,12 +106,23 @@ def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, in
             continue
         for cond in record.conditions:
             _condition(dims, record, cond, solver, relations, others, requirements, searched)
+    _settle(solver, relations)
+    for (names, _), (test, constants, by) in solver.grids.items():
+        allowed = [solver.sizes[solver.find(n)] for n in names]
+        for name, sizes in zip(names, projections(test, names, constants, allowed), strict=True):
+            if sizes is not None:
+                solver.cut(name, sizes, by)
+    _settle(solver, relations)
+    return _domain(graph, dims, solver, relations, others, requirements, failed)
+
+
+def _settle(solver: Solver, relations: list[tuple[str, str, str, Imposed]]) -> None:
+    """Apply the relations between plain dims until nothing changes."""
     changed, rounds = True, 0
     while changed and rounds < 100:
         changed, rounds = False, rounds + 1
         for kind, a, b, by in relations:
             changed |= solver.relate(kind, a, b, by)
-    return _domain(graph, dims, solver, relations, others, requirements, failed)
 
 
 def _condition(
@@ -151,6 +163,7 @@ def _condition(
     elif exprs:
         # The same requirement at every layer: said once, without the value it was seen on.
         text = re.sub(r" \(axis \d+ of [^()]*\)$", "", cond.text.removeprefix("fails unless "))
+        by = replace(by, reason=re.sub(r" \(axis \d+ of [^()]*\)$", "", by.reason))
         constants = [c for _, d, s in kept if s for c in dims.expr(d).constants]
         others.append(_relation(text, free, by, solver, test, constants))
     else:
@@ -285,7 +298,7 @@ def _relation(
     """Make the relation of a requirement over several dims (over two: `grid_boxes` at the end)."""
     names = tuple(sorted(free))
     if len(names) == 2:
-        solver.grids.setdefault((names, text), (test, tuple(constants)))
+        solver.grids.setdefault((names, text), (test, tuple(constants), by))
     return Relation("holds", names, text, (by,))
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "column_of",
     "column_test",
     "grid_boxes",
+    "projections",
     "product_test",
     "search",
 ]
@@ -40,6 +41,7 @@ _MOST: Final = 1 << 15
 _TAIL: Final = 64
 _GRID_LEAST: Final = 160  # a two-dim requirement is decided up to this size at least ...
 _GRID: Final = 256  # ... and at most (256 x 256 points)
+_GRID_TAIL: Final = 32  # a grid's last sizes that must agree for its verdict to go on
 ONE: Final[Sizes] = ((1, 1),)
 ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
 
@@ -160,7 +162,7 @@ class Solver:
         self.cuts: dict[str, list[Imposed]] = {n: [] for n in names}
         self.joins: list[tuple[str, str, Imposed]] = []
         # requirements over two dims, decided on a grid once the dims' own sizes are known
-        self.grids: dict[tuple[tuple[str, ...], str], tuple[Test, tuple[int, ...]]] = {}
+        self.grids: dict[tuple[tuple[str, ...], str], tuple[Test, tuple[int, ...], Imposed]] = {}
 
     def find(self, name: str) -> str:
         """Return the dim standing for ``name``'s class of equal dims."""
@@ -224,8 +226,28 @@ def grid_boxes(
     first dim with the same sizes of the second make one box:
     ``(h//8)*(w//8) = 16`` holds in ``32..39 x 32..39``, ``16..23 x 64..71``, ...
     """
+    top, rows = _grid(test, names, constants, allowed)
+    boxes: list[tuple[tuple[int, int], Sizes]] = []
+    start = 1
+    for x in range(2, top + 2):
+        if x == top + 1 or rows[x - 1] != rows[start - 1]:
+            if rows[start - 1]:
+                boxes.append(((start, x - 1), rows[start - 1]))
+            start = x
+    return top, tuple(boxes)
+
+
+def _grid(
+    test: Test,
+    names: tuple[str, ...],
+    constants: Sequence[int],
+    allowed: Sequence[Sizes],
+    top: int | None = None,
+) -> tuple[int, list[Sizes]]:
+    """Return the grid's bound and, for each size of the first dim, the second's that hold."""
     first, second = names
-    top = min(max(_GRID_LEAST, 2 * max((abs(c) for c in constants), default=0) + 64), _GRID)
+    if top is None:
+        top = min(max(_GRID_LEAST, 2 * max((abs(c) for c in constants), default=0) + 64), _GRID)
     rows: list[Sizes] = []
     xs, ys = allowed
     for x in range(1, top + 1):
@@ -238,11 +260,33 @@ def grid_boxes(
             if contains(ys, y) and test({first: x, second: y}) is not False
         ]
         rows.append(union((), tuple((y, y) for y in held)))
-    boxes: list[tuple[tuple[int, int], Sizes]] = []
-    start = 1
-    for x in range(2, top + 2):
-        if x == top + 1 or rows[x - 1] != rows[start - 1]:
-            if rows[start - 1]:
-                boxes.append(((start, x - 1), rows[start - 1]))
-            start = x
-    return top, tuple(boxes)
+    return top, rows
+
+
+def projections(
+    test: Test, names: tuple[str, ...], constants: Sequence[int], allowed: Sequence[Sizes]
+) -> tuple[Sizes | None, Sizes | None]:
+    """Return, for each of two dims, the sizes at which some size of the other holds ``test``.
+
+    Decided on the grid of `grid_boxes`. Past the grid, the verdict of its last sizes goes
+    on where they agree (none holds: the sizes stop; all hold: every larger size is kept);
+    where they disagree, the grid grows to its largest once more, then None (it cannot
+    say). A ViT's ``(h//8)*(w//8) + 1 = 17`` gives ``h`` in ``8..23, 32..39, 64..71,
+    128..135``.
+    """
+    top, rows = _grid(test, names, constants, allowed)
+    while True:
+        firsts = [bool(row) for row in rows]
+        seconds = [any(contains(row, y) for row in rows) for y in range(1, top + 1)]
+        found = _beyond(firsts, top), _beyond(seconds, top)
+        if top >= _GRID or None not in found:
+            return found
+        top, rows = _grid(test, names, constants, allowed, _GRID)  # a larger grid may say
+
+
+def _beyond(held: list[bool], top: int) -> Sizes | None:
+    found = union((), tuple((v, v) for v, ok in enumerate(held, start=1) if ok))
+    tail = held[-_GRID_TAIL:]
+    if not any(tail):
+        return found
+    return union(found, ((top, None),)) if all(tail) else None

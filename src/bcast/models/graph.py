@@ -97,6 +97,8 @@ class Node:
     allowzero : bool
         Reshape: a 0 in the target is a size of 0, not a copy of the data's dim (ONNX
         ``allowzero=1``, OpenVINO ``special_zero="false"``).
+    causal : bool
+        OpenVINO ScaledDotProductAttention ``causal``: its attention mask input is ignored.
     output_shapes : tuple of Shape
         The peer's inferred output shapes (``[...]`` where it has none).
     subgraphs : tuple of Subgraph
@@ -115,6 +117,7 @@ class Node:
     trans_a: bool = False
     trans_b: bool = False
     allowzero: bool = False
+    causal: bool = False
     output_shapes: tuple[Shape, ...] = ()
     subgraphs: tuple[Subgraph, ...] = field(default=(), compare=False)
 

@@ -25,10 +25,15 @@ from bcast.core.arithmetic import (
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
-from bcast.core.shape import Shape
+from bcast.core.shape import Shape, more_named
 from bcast.models import Graph, ModelError, Node, propagate_shapes
 
-__all__ = ["ir_shapes", "refine_ir"]
+__all__ = ["Value", "ir_shapes", "refine_ir", "track_values"]
+
+Value = tuple[Dim | int, ...]
+"""A small integer tensor's values, flattened; a dim where a value is an input's size."""
+_MAX_VALUES: Final = 64
+_INT64_MAX: Final = 2**63 - 1
 
 _WINDOWED: Final = frozenset({"Convolution", "GroupConvolution", "MaxPool", "AvgPool"})
 # Layers whose outputs all have their first input's shape.
@@ -44,12 +49,18 @@ _KEEPS_SHAPE: Final = frozenset(
 
 
 def ir_shapes(
-    node: Node, data: Mapping[str, str], inputs: Sequence[Shape], graph: Graph
+    node: Node,
+    data: Mapping[str, str],
+    inputs: Sequence[Shape],
+    graph: Graph,
+    tensors: Mapping[str, Value] | None = None,
 ) -> list[Shape | None] | None:
     """Return the output shapes bcast derives for the IR layer ``node`` (None: none).
 
     ``data`` is the layer's ``<data>`` attributes as written, ``inputs`` its input shapes
-    as known so far; new dim expressions are recorded in ``graph.expressions``.
+    as known so far, ``tensors`` the values of small integer tensors (constants, and shapes
+    computed in the graph: `track_values`); new dim expressions are recorded in
+    ``graph.expressions``.
 
     Examples
     --------
@@ -65,6 +76,7 @@ def ir_shapes(
     if not inputs or inputs[0].rank is None:
         return None
     op, x = node.op, inputs[0]
+    tensors = graph.constants if tensors is None else tensors
     if op in _KEEPS_SHAPE:
         return [x] * len(node.outputs)
     if op in _WINDOWED:
@@ -74,8 +86,17 @@ def ir_shapes(
         return [concat_output(node.axis, inputs, graph.expressions)]
     if op == "Transpose" and len(node.inputs) > 1:
         return [_transpose(x, graph.constants.get(node.inputs[1]))]
+    if op == "MatMul" and len(inputs) == 2:
+        return [_matmul(x, inputs[1], node.trans_a, node.trans_b)]
+    if op == "ScaledDotProductAttention" and len(inputs) >= 3 and inputs[2].rank:
+        return [Shape((*x.dims[:-1], inputs[2].dims[-1]))] if x.rank else None
+    if op == "Gather" and len(inputs) == 3:
+        axis = tensors.get(node.inputs[2])
+        return [_gather(x, inputs[1], axis, data.get("batch_dims", "0"))]
+    if op == "Slice" and len(node.inputs) > 3:
+        return [_slice(x, [tensors.get(name) for name in node.inputs[1:]], graph.expressions)]
     if op == "Reshape" and len(node.inputs) > 1:
-        target = graph.constants.get(node.inputs[1])
+        target = tensors.get(node.inputs[1])
         if target is None:
             return None
         try:
@@ -92,12 +113,14 @@ def refine_ir(graph: Graph, data: Mapping[str, Mapping[str, str]]) -> None:
     symbol) is kept; an unnamed one (``?``, ``1..``, ``2..64``) is replaced by the
     expression, which says more: which input dims it comes from.
     """
+    tensors: dict[str, Value] = dict(graph.constants)
 
     def derive(node: Node, values: Mapping[str, Shape]) -> Sequence[Shape | None] | None:
         inputs = [values.get(name, Shape.dynamic()) if name else Shape.dynamic()
                   for name in node.inputs]  # fmt: skip
+        track_values(node, inputs, tensors)
         try:
-            return ir_shapes(node, data.get(node.name, {}), inputs, graph)
+            return ir_shapes(node, data.get(node.name, {}), inputs, graph, tensors)
         except BroadcastError:  # a size past what a dim can hold: the model is broken there
             return None
 
@@ -105,27 +128,17 @@ def refine_ir(graph: Graph, data: Mapping[str, Mapping[str, str]]) -> None:
                for s in n.output_shapes for d in s.dims):  # fmt: skip
         return  # OpenVINO named every dim: nothing to refine
     try:
-        values = propagate_shapes(graph, derive=derive)
+        values = propagate_shapes(graph, derive=derive, over_intervals=True)
     except ModelError:  # a cycle: the checker reports it, with the model's path
         return
     nodes = []
     for node in graph.nodes:
         shapes = tuple(
-            _named_over(values.get(name), old) if name else old
+            (more_named(values[name], old) or old) if name in values else old
             for name, old in zip(node.outputs, node.output_shapes, strict=False)
         )
         nodes.append(node if shapes == node.output_shapes else replace(node, output_shapes=shapes))
     graph.nodes = nodes
-
-
-def _named_over(new: Shape | None, old: Shape) -> Shape:
-    """``old`` with its unnamed, non-static dims replaced by ``new``'s named ones."""
-    if new is None or new.rank is None or old.rank is None or new.rank != old.rank:
-        return old if old.rank is not None or new is None else new
-    return Shape(
-        n if not o.is_static and o.name is None and (n.is_static or n.name is not None) else o
-        for n, o in zip(new.dims, old.dims, strict=True)
-    )
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -193,3 +206,106 @@ def _transpose(data: Shape, perm: tuple[int, ...] | None) -> Shape | None:
     if sorted(order) != list(range(data.rank)):
         return None
     return Shape(data.dims[p] for p in order)
+
+
+def track_values(node: Node, inputs: Sequence[Shape], tensors: dict[str, Value]) -> None:
+    """Record the values of ``node``'s output where it computes a shape.
+
+    ``ShapeOf``, and the ``Gather``, ``Concat``, ``Convert``, ``Squeeze``, ``Unsqueeze``
+    and ``Reshape`` on it.
+
+    Exporters compute Reshape targets and Slice ends from the input's shape; OpenVINO's
+    inference keeps their symbols only as intervals.
+
+    >>> from bcast.models import Node
+    >>> tensors: dict[str, Value] = {"i": (1,), "axis": (0,)}
+    >>> track_values(Node("s", "ShapeOf", ("x",), ("s",)), [Shape.parse("[b,seq]")], tensors)
+    >>> track_values(Node("g", "Gather", ("s", "i", "axis"), ("g",)), [], tensors)
+    >>> [str(v) for v in tensors["g"]]
+    ['seq']
+    """
+    op, ins = node.op, [tensors.get(name) for name in node.inputs]
+    out = node.outputs[0] if node.outputs else ""
+    found: Value | None = None
+    if op == "ShapeOf" and inputs and inputs[0].rank is not None:
+        dims = inputs[0].dims
+        if all(d.is_static or d.name is not None for d in dims):
+            found = tuple(d.lo if d.is_static else d for d in dims)
+    elif op in ("Convert", "Squeeze", "Unsqueeze", "Reshape") and ins and ins[0] is not None:
+        found = ins[0]
+    elif op == "Concat" and ins and all(v is not None for v in ins) and node.axis in (0, -1):
+        found = tuple(v for values in ins if values is not None for v in values)
+    elif op == "Gather" and len(ins) == 3 and ins[0] is not None and ins[2] in ((0,), (-1,)):
+        found = _picked(ins[0], ins[1])
+    if out and found is not None and len(found) <= _MAX_VALUES:
+        tensors[out] = found
+
+
+def _picked(values: Value, indices: Value | None) -> Value | None:
+    """``values[indices]`` for constant indices inside (or wrapping from the end), else None."""
+    if indices is None or not all(type(i) is int for i in indices):
+        return None
+    size = len(values)
+    picks = [i + size if type(i) is int and i < 0 else i for i in indices]
+    if not all(type(i) is int and 0 <= i < size for i in picks):
+        return None
+    return tuple(values[i] for i in picks if type(i) is int)
+
+
+def _matmul(a: Shape, b: Shape, trans_a: bool, trans_b: bool) -> Shape | None:
+    """MatMul's output for operands of rank 2 or more: batch dims, A's rows, B's columns.
+
+    A batch dim is the one of the two that is not 1 where they differ (unknown where both
+    are other dims: the checker's MatMul requirement says which must hold).
+    """
+    if a.rank is None or b.rank is None or a.rank < 2 or b.rank < 2:
+        return None
+    rows = a.dims[-1] if trans_a else a.dims[-2]
+    cols = b.dims[-2] if trans_b else b.dims[-1]
+    batch_a, batch_b = a.dims[:-2], b.dims[:-2]
+    width = max(len(batch_a), len(batch_b))
+    padded_a = (Dim(1),) * (width - len(batch_a)) + batch_a
+    padded_b = (Dim(1),) * (width - len(batch_b)) + batch_b
+    batch = [
+        x if x == y or y.definitely_one() else y if x.definitely_one() else Dim.unknown()
+        for x, y in zip(padded_a, padded_b, strict=True)
+    ]
+    return Shape((*batch, rows, cols))
+
+
+def _gather(data: Shape, indices: Shape, axis: Value | None, batch: str) -> Shape | None:
+    """Gather-8's output: the data's dims around ``axis`` with the indices' dims there."""
+    if data.rank is None or indices.rank is None or axis is None or len(axis) != 1:
+        return None
+    if batch.strip() not in ("", "0") or type(axis[0]) is not int:
+        return None
+    at = axis[0] + data.rank if axis[0] < 0 else axis[0]
+    if not 0 <= at < data.rank:
+        return None
+    return Shape((*data.dims[:at], *indices.dims, *data.dims[at + 1 :]))
+
+
+def _slice(data: Shape, ins: list[Value | None], expressions: dict[str, Expr]) -> Shape | None:
+    """Slice-8's output where its stop is an input's dim: ``x[:, :seq]`` of 64 is ``Min(64, seq)``.
+
+    Only the plain case exporters write for a position buffer: one axis, start 0, step 1,
+    a static data dim; a stop past the end keeps the whole dim.
+    """
+    start, stop, step = ins[0], ins[1], ins[2]
+    axes = ins[3] if len(ins) > 3 else (0,)
+    if data.rank is None or start != (0,) or step != (1,) or stop is None or axes is None:
+        return None
+    if len(stop) != 1 or len(axes) != 1 or type(axes[0]) is not int:
+        return None
+    axis = axes[0] + data.rank if axes[0] < 0 else axes[0]
+    if not 0 <= axis < data.rank or not data.dims[axis].is_static:
+        return None
+    size, end = data.dims[axis].lo, stop[0]
+    if not isinstance(end, Dim):
+        kept: Dim = Dim(min(size, end)) if end >= 0 else Dim.unknown()
+    else:
+        found = expr_of(end, expressions)
+        if found is None:
+            return None
+        kept = expression_dim(Expr("Min", (Expr("int", value=size), found)), expressions)
+    return Shape((*data.dims[:axis], kept, *data.dims[axis + 1 :]))

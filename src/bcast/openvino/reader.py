@@ -419,6 +419,8 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
     elif layer.type == "MatMul":  # for the domain: which dims are inner
         transposed = (data.get(f"transpose_{s}", "false").lower() == "true" for s in "ab")
         return Node(**fields, trans_a=next(transposed), trans_b=next(transposed))
+    elif layer.type == "ScaledDotProductAttention":
+        return Node(**fields, causal=data.get("causal", "false").lower() == "true")
     elif layer.type == "Reshape":
         return Node(**fields, allowzero=data.get("special_zero", "false").lower() != "true")
     elif layer.type in ("PReLU", "PRelu"):  # the slope per channel where it fits (core/channels.py)
