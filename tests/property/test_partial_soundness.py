@@ -19,8 +19,9 @@ of accepted concretisations, and a symbol output dim is the result of some accep
 Bounds: values 0..4, unknown rank as ranks 0..3, at most ``BUDGET`` concretisations per
 example (the generator makes dims static once the budget would be exceeded). Interval lower
 bounds are at most 4, so every dim has a value in ``VALUES``. Explicit axes_mapping entries
-are below 3, and PDPD axes at most 3 (less when A has unknown rank and B does not), so that
-an unknown-rank operand can be concretised at a rank that accepts them.
+are below 3 where the target's rank is unknown, and PDPD axes at most 3 (less when A has
+unknown rank and B does not), so that an unknown-rank operand can be concretised at a rank
+that accepts them.
 
 Precision is a per-axis property: when one symbol appears at two different output axes
 (``[N,N]`` against ``[2,3]`` in mode ``none``) the axes are no longer independent and a
@@ -155,7 +156,9 @@ def cases(draw: st.DrawFn, mode: str) -> Case:
             )
             mapping = tuple(sorted(pool))
         else:
-            mapping = tuple(draw(st.lists(st.integers(-1, 3), max_size=3)))
+            # Out of range too (an error), but within the ranks an unknown target can take.
+            top = 3 if shapes[1].rank is not None else max(UNKNOWN_RANKS) - 1
+            mapping = tuple(draw(st.lists(st.integers(-1, top), max_size=3)))
         case.axes_mapping = mapping
         case.kwargs = {"axes_mapping": mapping}
     return case

@@ -113,3 +113,44 @@ def test_a_convolution_chain_to_a_position_add_gives_the_image_size(tmp_path: Pa
             assert error is None, (h, w, error)
         else:
             assert error is not None and f" {failure.node} (" in error, (h, w, failure, error)
+
+
+BAD_ATTRIBUTES = [
+    {"strides": "a, b"},
+    {"strides": "0, 0"},
+    {"pads_begin": "1"},
+    {"dilations": "-1, 1"},
+    {"auto_pad": "sideways"},
+    {"rounding_type": "ceil"},
+]
+
+
+@pytest.mark.parametrize("bad", BAD_ATTRIBUTES, ids=lambda d: str(d))
+def test_a_window_attribute_bcast_cannot_read_leaves_openvinos_shape(bad: dict) -> None:
+    # Never a guess (a malformed stride read as 1): no expression, OpenVINO's dim stays.
+    from bcast.models import Graph, Node
+    from bcast.openvino.ir_shapes import ir_shapes
+
+    good = {"strides": "2, 2", "pads_begin": "0, 0", "pads_end": "0, 0", "dilations": "1, 1"}
+    graph = Graph("m.xml", "openvino")
+    node = Node("pool", "MaxPool", ("x",), ("y",))
+    shapes = [bcast.Shape.parse("[n,3,h,w]")]
+    assert ir_shapes(node, {**good, "kernel": "2, 2"}, shapes, graph) is not None
+    found = ir_shapes(node, {**good, "kernel": "2, 2", **bad}, shapes, graph)
+    if found is not None:  # a shape, but no spatial dim named by a guess
+        (shape,) = set(found)
+        assert shape is None or all(d.name is None for d in shape.dims[2:])
+
+
+def test_huge_and_broken_ir_values_give_no_shape_and_no_error() -> None:
+    from bcast.models import Graph, Node
+    from bcast.openvino.ir_shapes import ir_shapes, track_values
+
+    graph = Graph("m.xml", "openvino", constants={"t": (2**62, 2**62, -1), "p": (5, 0)})
+    reshape = Node("r", "Reshape", ("x", "t"), ("y",))
+    assert ir_shapes(reshape, {}, [bcast.Shape.parse("[n,4]")], graph) in (None, [None])
+    transpose = Node("t", "Transpose", ("x", "p"), ("y",))  # not a permutation
+    assert ir_shapes(transpose, {}, [bcast.Shape.parse("[n,4]")], graph) == [None]
+    tensors: dict = {"i": (7,), "a": (0,), "s": (1, 2)}
+    track_values(Node("g", "Gather", ("s", "i", "a"), ("g",)), [], tensors)  # out of range
+    assert "g" not in tensors

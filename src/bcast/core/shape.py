@@ -14,7 +14,7 @@ from typing import Union, overload
 from bcast.core.dim import SMALL_DIMS, Dim, DimLike, as_dim
 from bcast.core.errors import BroadcastError, show_text
 
-__all__ = ["Shape", "ShapeLike", "as_shape", "informative", "more_precise"]
+__all__ = ["Shape", "ShapeLike", "as_shape", "informative", "more_named", "more_precise"]
 
 
 @dataclass(frozen=True, slots=True, init=False, eq=False)

@@ -34,7 +34,7 @@ NOT_COLLECTED: Final = (
     "If/Loop/Scan and function bodies",
     "Slice and Pad bounds, Gather indices other than a Range of positions",
     "pooling that rounds up (ceil_mode, rounding_type ceil)",
-    "IR Reshape targets computed in the graph",
+    "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",
     "index bounds of GatherND, ScatterND and flat Gathers (a mask read row by row)",
 )
 

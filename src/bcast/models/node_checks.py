@@ -166,9 +166,9 @@ def _apply(
     if ctx.collect is not None:
         ctx.collect.append(PlanRecord(ctx.node.name, ctx.node.op, p, tuple(conditions)))
     for found in conditions:
-        out_axis, drawn = found.axis, [shown(s, exprs) for s in p.shapes]
+        out_axis, drawn = found.axis, [shown(s, exprs) for s in (*p.shapes, p.output)]
         picture = format_alignment(
-            drawn, p.alignment, rank or 0, labels=names, result=p.output, mark_axis=out_axis
+            drawn[:-1], p.alignment, rank or 0, labels=names, result=drawn[-1], mark_axis=out_axis
         )
         # Info: only names the reader invented, or decided value by value and never failing.
         named = symbols_at(p, out_axis)

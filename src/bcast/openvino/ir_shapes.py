@@ -141,9 +141,10 @@ def refine_ir(graph: Graph, data: Mapping[str, Mapping[str, str]]) -> None:
     graph.nodes = nodes
 
 
-def _ints(text: str | None) -> list[int] | None:
+def _ints(text: str | None, default: list[int] | None = None) -> list[int] | None:
+    """Read a list attribute (``"2, 2"``); ``default`` where absent, None where malformed."""
     if text is None:
-        return None
+        return default
     try:
         return [int(v) for v in text.replace(" ", "").split(",") if v]
     except ValueError:
@@ -174,16 +175,19 @@ def _windowed(
     else:
         kernel = _ints(data.get("kernel"))
         channels = x.dims[1]
-    strides = _ints(data.get("strides")) or [1] * spatial
-    dilations = _ints(data.get("dilations")) or [1] * spatial
-    begin = _ints(data.get("pads_begin")) or [0] * spatial
-    end = _ints(data.get("pads_end")) or [0] * spatial
+    strides = _ints(data.get("strides"), [1] * spatial)
+    dilations = _ints(data.get("dilations"), [1] * spatial)
+    begin = _ints(data.get("pads_begin"), [0] * spatial)
+    end = _ints(data.get("pads_end"), [0] * spatial)
     auto_pad = data.get("auto_pad", "explicit").lower()
     if auto_pad not in ("explicit", "notset", "valid", "same_upper", "same_lower"):
         return None
-    values = (kernel, strides, dilations, begin, end)
-    if kernel is None or not all(v is not None and len(v) == spatial for v in values):
+    if kernel is None or strides is None or dilations is None or begin is None or end is None:
+        return None  # an attribute bcast cannot read: OpenVINO's own shape stays
+    if not all(len(v) == spatial for v in (kernel, strides, dilations, begin, end)):
         return None
+    if min(kernel + strides + dilations) < 1:
+        return None  # OpenVINO refuses the layer: nothing to derive
     out = [x.dims[0], channels if channels is not None else Dim.unknown()]
     for i, dim in enumerate(x.dims[2:]):
         size = expr_of(dim, expressions)
