@@ -195,28 +195,16 @@ def test_a_real_vit_ir_has_the_domain_of_its_onnx_exports_and_openvino_agrees() 
             assert f" {failure.node} (" in error, error
 
 
-def test_a_real_bert_ir_caps_seq_and_ties_its_mask_and_openvino_agrees() -> None:
-    # openvino.convert_model of BERT: each input dim is its own symbol. OpenVINO's inference
-    # gives the position slice as 0..64 and loses every seq after the embeddings; bcast
-    # carries Min(64, input_ids.1) (ShapeOf -> Gather -> Slice) and Max(ids, token types)
-    # through MatMul and ScaledDotProductAttention, whose mask must fit the scores.
-    xml = str(REAL / "bert_openvino.xml")
+def _openvino_agrees(xml: str, points: list[dict[str, tuple[int, ...]]]) -> set[str]:
+    """At each point (input name: shape), bcast's verdict is OpenVINO's; the ops failing."""
+    ov = pytest.importorskip("openvino")
     domain = bcast.check(xml).domain
-    assert domain.dim("input_ids.1").text == "1..64"
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    points = [
-        (2, 8, 2, 8, 2, 8), (2, 64, 2, 64, 2, 64), (2, 65, 2, 65, 2, 65), (2, 8, 2, 8, 2, 1),
-        (2, 8, 2, 8, 2, 5), (2, 1, 2, 1, 2, 100), (2, 8, 2, 8, 1, 8), (2, 8, 1, 8, 2, 8),
-        (2, 8, 2, 1, 2, 8), (2, 8, 3, 8, 2, 8), (2, 8, 2, 5, 2, 8), (2, 8, 2, 9, 2, 8),
-    ]  # fmt: skip
     failures = set()
-    for sizes in points:
-        shapes = dict(zip(names, (sizes[0:2], sizes[2:4], sizes[4:6]), strict=True))
+    for shapes in points:
         point = {f"{n}.{i}": v for n, shape in shapes.items() for i, v in enumerate(shape)}
         failure = domain.first_failure(point)
-        ov = pytest.importorskip("openvino")
         core = ov.Core()
-        model = core.read_model(xml)
+        model = core.read_model(xml)  # afresh: a failed compile can spoil the next
         feeds = {n: np.ones(shape, np.int64) for n, shape in shapes.items()}
         try:
             model.reshape({n: list(shape) for n, shape in shapes.items()})
@@ -230,14 +218,46 @@ def test_a_real_bert_ir_caps_seq_and_ties_its_mask_and_openvino_agrees() -> None
             assert error is not None, f"outside the domain at {point} ({failure}), but it ran"
             assert f" {failure.node} (" in error, error
             failures.add(failure.op)
-    assert failures == {"Add", "ScaledDotProductAttention"}
+    return failures
+
+
+def test_a_real_bert_ir_caps_seq_and_ties_its_mask_and_openvino_agrees() -> None:
+    # openvino.convert_model of BERT: each input dim is its own symbol. OpenVINO's inference
+    # gives the position slice as 0..64 and loses every seq after the embeddings; bcast
+    # carries Min(64, input_ids.1) (ShapeOf -> Gather -> Slice) and Max(ids, token types)
+    # through MatMul and ScaledDotProductAttention, whose mask must fit the scores.
+    xml = str(REAL / "bert_openvino.xml")
+    assert bcast.check(xml).domain.dim("input_ids.1").text == "1..64"
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    points = [
+        (2, 8, 2, 8, 2, 8), (2, 64, 2, 64, 2, 64), (2, 65, 2, 65, 2, 65), (2, 8, 2, 8, 2, 1),
+        (2, 8, 2, 8, 2, 5), (2, 1, 2, 1, 2, 100), (2, 8, 2, 8, 1, 8), (2, 8, 1, 8, 2, 8),
+        (2, 8, 2, 1, 2, 8), (2, 8, 3, 8, 2, 8), (2, 8, 2, 5, 2, 8), (2, 8, 2, 9, 2, 8),
+    ]  # fmt: skip
+    shapes = [dict(zip(names, (p[0:2], p[2:4], p[4:6]), strict=True)) for p in points]
+    assert _openvino_agrees(xml, shapes) == {"Add", "ScaledDotProductAttention"}
+
+
+def test_a_real_llama_ir_ties_its_mask_to_the_ids_and_openvino_agrees() -> None:
+    # LLaMA (rotary positions: no cap on seq). The attention mask becomes a [b,1,seq,mask]
+    # bias of the ScaledDotProductAttention: its length must be seq's (or 1). With one
+    # token and a longer mask OpenVINO accepts the reshape and fails when it decomposes the
+    # attention at compile time; the error names the same node.
+    xml = str(REAL / "llama_openvino.xml")
+    domain = bcast.check(xml).domain
+    (tied,) = domain.relations
+    assert tied.text == "attention_mask.1 = input_ids.1 or 1"
+    points = [(2, 8, 2, 8), (2, 8, 2, 1), (2, 8, 2, 5), (2, 8, 2, 9), (2, 1, 2, 4), (2, 8, 1, 8)]
+    points += [(2, 8, 3, 8), (2, 200, 2, 200)]
+    shapes = [{"input_ids": p[:2], "attention_mask": p[2:]} for p in points]
+    assert _openvino_agrees(xml, shapes) == {"ScaledDotProductAttention"}
 
 
 def test_a_real_bert_mask_on_its_own_symbols_is_tied_to_seq() -> None:
     # TorchScript export with the mask's dims named mask_batch, mask_seq. The Add's output
     # is Max(seq, mask_seq): at seq = 1 a longer mask passes the Add and fails at the next
-    # MatMul. Not collected (said in docs/domain.md): the mask is read by a flat Gather
-    # (mask_batch >= batch); the points avoid that.
+    # MatMul. The mask is read row by row by a flat Gather whose indices reach
+    # (batch - 1)*mask_seq + mask_seq - 1 of mask_batch*mask_seq rows: batch <= mask_batch.
     path = str(REAL / "bert_mask_dims_torchscript.onnx")
     domain = bcast.check(path).domain
     assert domain.dim("seq").text == "1..64"
@@ -246,7 +266,12 @@ def test_a_real_bert_mask_on_its_own_symbols_is_tied_to_seq() -> None:
         "/model/encoder/layer.0/attention/self/Add",
         "/model/encoder/layer.0/attention/self/MatMul_1",
     }
-    cases = [(2, 8, 2, 8), (2, 8, 2, 1), (2, 8, 2, 5), (2, 8, 2, 9), (2, 8, 3, 8)]
+    (rows,) = [r for r in domain.relations if set(r.dims) == {"batch", "mask_batch"}]
+    assert (rows.text, rows.imposed[0].node) == (
+        "batch must be at most mask_batch",
+        "/model/Gather_4",
+    )
+    cases = [(2, 8, 2, 8), (2, 8, 2, 1), (2, 8, 2, 5), (2, 8, 2, 9), (2, 8, 3, 8), (3, 8, 2, 8)]
     for b, s, mb, ms in [*cases, (2, 1, 2, 5), (2, 1, 2, 1), (1, 1, 1, 64)]:
         for s_, ms_ in (
             [(s, ms), (64, 64), (65, 65)] if (b, s, mb, ms) == (2, 8, 2, 8) else [(s, ms)]

@@ -25,6 +25,7 @@ from typing import Final
 
 from bcast.core.conditions import Condition
 from bcast.core.dim import Dim
+from bcast.core.expressions import Expr
 from bcast.core.plans import Plan
 from bcast.core.shape import Shape
 
@@ -35,6 +36,7 @@ __all__ = [
     "DimDomain",
     "Domain",
     "Imposed",
+    "IndexRecord",
     "NONE",
     "PlanRecord",
     "ProductRecord",
@@ -293,7 +295,21 @@ class WindowRecord:
     size: Dim
 
 
-Record = PlanRecord | ProductRecord | CountRecord | BoundRecord | WindowRecord
+@dataclass(frozen=True, slots=True)
+class IndexRecord:
+    """A Gather whose indices are computed from the input's dims (a mask read row by row).
+
+    Its largest index plus one, ``rows``, must not pass the ``size`` rows of the data's
+    axis (``(batch - 1)*mask_seq + mask_seq`` rows of ``mask_batch*mask_seq``).
+    """
+
+    node: str
+    op: str
+    rows: Expr
+    size: Dim
+
+
+Record = PlanRecord | ProductRecord | CountRecord | BoundRecord | WindowRecord | IndexRecord
 """What the checker records for the domain, node by node."""
 
 

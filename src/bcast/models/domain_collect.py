@@ -11,15 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from bcast.core.arithmetic import expr_of, plus
 from bcast.core.conditions import find_conditions
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
+from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.planning import plan
 from bcast.core.shape import Shape, informative
 from bcast.models.domain import (
     BoundRecord,
     CountRecord,
+    IndexRecord,
     PlanRecord,
     ProductRecord,
     Record,
@@ -32,10 +35,11 @@ __all__ = ["NOT_COLLECTED", "Record", "collect_other"]
 
 NOT_COLLECTED: Final = (
     "If/Loop/Scan and function bodies",
-    "Slice and Pad bounds, Gather indices other than a Range of positions",
+    "Slice and Pad bounds",
     "pooling that rounds up (ceil_mode, rounding_type ceil)",
     "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",
-    "index bounds of GatherND, ScatterND and flat Gathers (a mask read row by row)",
+    "index bounds of GatherND and ScatterND, and of Gather indices made otherwise than by "
+    "Range, Add and Mul",
 )
 
 
@@ -107,6 +111,10 @@ def collect_other(
         size = inputs[0].dims[axis]
         if positions is not None and size.is_static:
             records.append(BoundRecord(node.name, node.op, positions[1], positions[0], size.lo))
+        elif positions is None and informative(size):
+            largest = _largest(node.inputs[1], graph, producers or {}, values, 0)
+            if largest is not None and largest.symbols:
+                records.append(IndexRecord(node.name, node.op, plus(largest, 1), size))
 
 
 # ONNX's and the OpenVINO IR's windowed operators (their outputs sized in bcast.onnx.own_shapes
@@ -139,6 +147,38 @@ def _attention(node: Node, graph: Graph, inputs: Sequence[Shape], records: list[
 def _transposed(dims: tuple[Dim, ...], swap: bool) -> tuple[Dim, ...]:
     """Return a MatMul operand's dims as multiplied: the last two swapped for a transpose."""
     return (*dims[:-2], dims[-1], dims[-2]) if swap and len(dims) >= 2 else dims
+
+
+def _largest(
+    name: str, graph: Graph, producers: Mapping[str, Node], values: Mapping[str, Shape], depth: int
+) -> Expr | None:
+    """Return the largest value of an index tensor computed from dims, where it is sure.
+
+    Followed: Ranges of step 1 from a constant start (their length a dim), the operators
+    that keep values, and Add and Mul of such (all values at least 0, so the largest sum or
+    product is that of the largest parts); a shape value (``Shape -> Gather``) is its dim.
+    """
+    constant = graph.constants.get(name)
+    if constant is not None:
+        return Expr("int", value=max(constant)) if constant and min(constant) >= 0 else None
+    known = graph.shape_values.get(name)
+    if known is not None and known.rank == 1:
+        return expr_of(known.dims[0], graph.expressions)
+    node = producers.get(name)
+    if node is None or depth > 32 or not node.inputs:
+        return None
+    if node.op in _SAME_VALUES:
+        return _largest(node.inputs[0], graph, producers, values, depth + 1)
+    if node.op in ("Add", "Mul") and len(node.inputs) == 2:
+        parts = [_largest(i, graph, producers, values, depth + 1) for i in node.inputs]
+        if parts[0] is None or parts[1] is None:
+            return None
+        return Expr("+" if node.op == "Add" else "*", (parts[0], parts[1]))
+    found = _range_of(name, graph, producers, values)
+    if found is None:
+        return None
+    count = expr_of(found[1], graph.expressions)
+    return None if count is None else plus(count, found[0] - 1)
 
 
 def _range_of(

@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from bcast.core.arithmetic import factors, product
+from bcast.core.arithmetic import cancelled, factors, product
 from bcast.core.conditions import Condition, readable
 from bcast.core.dim import Dim
 from bcast.core.modes import Mode
@@ -35,6 +35,7 @@ from bcast.models.domain import (
     DimDomain,
     Domain,
     Imposed,
+    IndexRecord,
     PlanRecord,
     ProductRecord,
     Relation,
@@ -49,12 +50,13 @@ from bcast.models.domain_terms import (
     ONE_WAY_TARGET,
     Dims,
     Solver,
-    Test,
     column_of,
     column_test,
     grid_boxes,
+    impose,
     product_test,
     projections,
+    relation,
     search,
 )
 from bcast.models.graph import Graph
@@ -93,6 +95,9 @@ def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, in
             continue
         if isinstance(record, BoundRecord):
             _bound(dims, record, solver, requirements, failed)
+            continue
+        if isinstance(record, IndexRecord):
+            _index(dims, record, solver, others, requirements, failed)
             continue
         if isinstance(record, WindowRecord):
             _window(dims, record, solver, others, requirements)
@@ -165,7 +170,7 @@ def _condition(
         text = re.sub(r" \(axis \d+ of [^()]*\)$", "", cond.text.removeprefix("fails unless "))
         by = replace(by, reason=re.sub(r" \(axis \d+ of [^()]*\)$", "", by.reason))
         constants = [c for _, d, s in kept if s for c in dims.expr(d).constants]
-        others.append(_relation(text, free, by, solver, test, constants))
+        others.append(relation(text, free, by, solver, test, constants))
     else:
         _plain(kept, mode, by, solver, relations)
 
@@ -284,22 +289,38 @@ def _count(
     words = f"{left} must equal {right}"
     by = Imposed(record.node, record.op, None, f"Reshape: {words} (element counts)")
     constants = [*left.constants, *right.constants]
-    _impose(by, free, test, constants, words, solver, requirements, failed, others)
+    impose(by, free, test, constants, words, solver, requirements, failed, others)
 
 
-def _relation(
-    text: str,
-    free: frozenset[str],
-    by: Imposed,
+def _index(
+    dims: Dims,
+    record: IndexRecord,
     solver: Solver,
-    test: Test,
-    constants: Sequence[int],
-) -> Relation:
-    """Make the relation of a requirement over several dims (over two: `grid_boxes` at the end)."""
-    names = tuple(sorted(free))
-    if len(names) == 2:
-        solver.grids.setdefault((names, text), (test, tuple(constants), by))
-    return Relation("holds", names, text, (by,))
+    others: list[Relation],
+    requirements: list[Requirement],
+    failed: list[Imposed],
+) -> None:
+    """Require a Gather's computed indices to stay inside the data's rows.
+
+    Both sides are expanded and divided by the dims every term shares (each at least 1):
+    ``(batch - 1)*mask_seq + mask_seq`` rows of ``mask_batch*mask_seq`` is ``batch`` of
+    ``mask_batch``.
+    """
+    size = dims.expr(record.size)
+    if not (record.rows.symbols | size.symbols) <= dims.inputs:
+        return  # a dim the user does not control: not a requirement on inputs
+    rows, room = cancelled(record.rows, size)
+    free = rows.symbols | room.symbols
+
+    def test(bindings: Mapping[str, int]) -> bool | None:
+        need, have = rows.evaluate(bindings), room.evaluate(bindings)
+        return None if need is None or have is None else need <= have
+
+    words = f"{rows} must be at most {room}"
+    reason = f"indices up to {record.rows} - 1 read {size} rows: {words}"
+    by = Imposed(record.node, record.op, None, reason)
+    constants = [*rows.constants, *room.constants]
+    impose(by, free, test, constants, words, solver, requirements, failed, others)
 
 
 def _bound(
@@ -326,7 +347,7 @@ def _bound(
         count = dims.value(record.count, bindings)
         return None if count is None else count <= room
 
-    _impose(by, free, test, [room], reason, solver, requirements, failed, None)
+    impose(by, free, test, [room], reason, solver, requirements, failed, None)
 
 
 def _window(
@@ -352,33 +373,7 @@ def _window(
         size = shown.evaluate(bindings)
         return None if size is None else size >= 1
 
-    _impose(by, free, test, shown.constants, f"{shown} >= 1", solver, requirements, [], others)
-
-
-def _impose(
-    by: Imposed,
-    free: frozenset[str],
-    test: Test,
-    constants: Sequence[int],
-    text: str,
-    solver: Solver,
-    requirements: list[Requirement],
-    failed: list[Imposed],
-    others: list[Relation] | None,
-) -> None:
-    """Record a requirement and apply it: fails outright, cuts one dim, or relates several.
-
-    Over several dims it becomes a relation in ``others`` (None: left to `first_failure`).
-    """
-    requirements.append(Requirement(by, free, test))
-    if not free:
-        if test({}) is False:
-            failed.append(by)
-    elif len(free) == 1:
-        (symbol,) = free
-        solver.cut(symbol, search(test, symbol, constants), by)
-    elif others is not None:
-        others.append(_relation(text, free, by, solver, test, constants))
+    impose(by, free, test, shown.constants, f"{shown} >= 1", solver, requirements, [], others)
 
 
 def _with_boxes(relations: list[Relation], solver: Solver) -> list[Relation]:

@@ -18,7 +18,16 @@ from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.plans import Plan
 from bcast.core.shape import Shape
-from bcast.models.domain import ANY, Imposed, Sizes, contains, intersect, union
+from bcast.models.domain import (
+    ANY,
+    Imposed,
+    Relation,
+    Requirement,
+    Sizes,
+    contains,
+    intersect,
+    union,
+)
 from bcast.models.graph import Graph
 
 __all__ = [
@@ -30,7 +39,9 @@ __all__ = [
     "column_of",
     "column_test",
     "grid_boxes",
+    "impose",
     "projections",
+    "relation",
     "product_test",
     "search",
 ]
@@ -151,6 +162,47 @@ def search(test: Test, symbol: str, constants: Sequence[int]) -> Sizes:
 
 
 # -- solving -------------------------------------------------------------------------------
+
+
+def impose(
+    by: Imposed,
+    free: frozenset[str],
+    test: Test,
+    constants: Sequence[int],
+    text: str,
+    solver: Solver,
+    requirements: list[Requirement],
+    failed: list[Imposed],
+    others: list[Relation] | None,
+) -> None:
+    """Record a requirement and apply it: fails outright, cuts one dim, or relates several.
+
+    Over several dims it becomes a relation in ``others`` (None: left to `first_failure`).
+    """
+    requirements.append(Requirement(by, free, test))
+    if not free:
+        if test({}) is False:
+            failed.append(by)
+    elif len(free) == 1:
+        (symbol,) = free
+        solver.cut(symbol, search(test, symbol, constants), by)
+    elif others is not None:
+        others.append(relation(text, free, by, solver, test, constants))
+
+
+def relation(
+    text: str,
+    free: frozenset[str],
+    by: Imposed,
+    solver: Solver,
+    test: Test,
+    constants: Sequence[int],
+) -> Relation:
+    """Make the relation of a requirement over several dims (over two: `grid_boxes` at the end)."""
+    names = tuple(sorted(free))
+    if len(names) == 2:
+        solver.grids.setdefault((names, text), (test, tuple(constants), by))
+    return Relation("holds", names, text, (by,))
 
 
 class Solver:
