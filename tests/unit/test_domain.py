@@ -285,6 +285,25 @@ def test_a_real_bert_mask_on_its_own_symbols_is_tied_to_seq() -> None:
             _agrees(path, domain, point, feeds)
 
 
+def test_a_real_bert_whose_mask_batch_was_left_static_runs_for_batch_1_or_2() -> None:
+    # Exported with dynamic_axes naming only the mask's sequence axis: the file fixes the
+    # mask at 2 rows. The mask is read row by row (flat Gather): a third sequence has no row.
+    path = str(REAL / "bert_fixed_mask_batch_torchscript.onnx")
+    domain = bcast.check(path).domain
+    batch = domain.dim("batch")
+    assert (batch.text, [i.node for i in batch.imposed]) == ("1..2", ["/model/Gather_4"])
+    assert domain.dim("seq").text == "1..64"
+    assert 'batch = Dim("batch", min=1, max=2)' in domain.torch_lines()
+    assert domain.openvino_shapes()["input_ids"] == "[1..2,1..64]"
+    for b, s in [(1, 8), (2, 8), (3, 8), (4, 1), (2, 64), (2, 65), (1, 64)]:
+        feeds = {
+            "input_ids": _ids(b, s),
+            "attention_mask": np.ones((2, s), np.int64),
+            "token_type_ids": np.zeros((b, s), np.int64),
+        }
+        _agrees(path, domain, {"batch": b, "seq": s}, feeds)
+
+
 def test_bert_dynamo_hands_the_domain_back_to_torch_export_and_openvino() -> None:
     domain = bcast.check(str(REAL / "bert_dynamo.onnx")).domain
     assert 's41 = Dim("s41", min=1, max=64)' in domain.torch_lines()

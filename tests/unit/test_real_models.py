@@ -38,6 +38,7 @@ ENTRIES = list(FILES.values()) if isinstance(FILES, dict) else FILES
 SEQ_CAPPED = {
     "bert_dynamo.onnx": ("node_add_18", 1),
     "bert_torchscript.onnx": ("/model/embeddings/Add_1", 1),
+    "bert_fixed_mask_batch_torchscript.onnx": ("/model/embeddings/Add_1", 1),
 }
 LATENT = {
     **{name: [at] for name, at in SEQ_CAPPED.items()},

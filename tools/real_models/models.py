@@ -256,6 +256,22 @@ def bert_mask_dims() -> Built:
     return b
 
 
+def bert_fixed_mask_batch() -> Built:
+    """BERT as ``bert``, exported with the attention mask's batch left static (a common slip:
+    ``dynamic_axes`` name the mask's sequence axis only), so the file fixes it at 2.
+
+    Runs only for batch 1 or 2 with a mask of 2 rows; which node fails is the domain's job.
+    """
+    b = bert()
+    b.dynamic = {
+        "input_ids": {0: "batch", 1: "seq"},
+        "attention_mask": {1: "seq"},
+        "token_type_ids": {0: "batch", 1: "seq"},
+    }
+    b.source = "transformers.BertModel (attention_mask batch static: only its axis 1 dynamic)"
+    return b
+
+
 def t5_encoder() -> Built:
     """T5 encoder (relative position bias added to every attention score)."""
     import transformers
@@ -379,6 +395,7 @@ def efficientnet() -> Built:
 BUILDERS: dict[str, Callable[[], Built]] = {
     "bert": bert,
     "bert_mask_dims": bert_mask_dims,
+    "bert_fixed_mask_batch": bert_fixed_mask_batch,
     "gpt2": gpt2,
     "llama": llama,
     "vit": vit,

@@ -24,6 +24,7 @@ __all__ = [
     "cancelled",
     "ceiling_div",
     "concat_output",
+    "expanded",
     "expr_of",
     "expression_dim",
     "factors",
@@ -367,6 +368,17 @@ def _from_polynomial(poly: Polynomial) -> Expr:
         factors_ = [Expr("sym", name=n) for n in key]
         terms.append(product([Expr("int", value=coefficient), *factors_]))
     return total(terms) if terms else Expr("int", value=0)
+
+
+def expanded(expr: Expr) -> Expr:
+    """Return ``expr`` multiplied out and its like terms added, where it is a polynomial.
+
+    >>> from bcast.core.expressions import parse_expression as p
+    >>> str(expanded(p("s - 1 + (b - 1)*s + 1 - 1"))), str(expanded(p("Min(64, s) + 1")))
+    ('b*s - 1', 'Min(64, s) + 1')
+    """
+    found = _polynomial(expr)
+    return expr if found is None else _from_polynomial(found)
 
 
 def cancelled(left: Expr, right: Expr) -> tuple[Expr, Expr]:

@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from bcast.core.arithmetic import cancelled, factors, product
+from bcast.core.arithmetic import cancelled, expanded, factors, plus, product
 from bcast.core.conditions import Condition, readable
 from bcast.core.dim import Dim
 from bcast.core.modes import Mode
@@ -317,7 +317,7 @@ def _index(
         return None if need is None or have is None else need <= have
 
     words = f"{rows} must be at most {room}"
-    reason = f"indices up to {record.rows} - 1 read {size} rows: {words}"
+    reason = f"indices up to {expanded(plus(record.rows, -1))} read {size} rows: {words}"
     by = Imposed(record.node, record.op, None, reason)
     constants = [*rows.constants, *room.constants]
     impose(by, free, test, constants, words, solver, requirements, failed, others)
