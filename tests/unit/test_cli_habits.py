@@ -179,6 +179,19 @@ def test_check_text_fits_the_width_and_never_splits_a_token(broken: str, width: 
         assert any(token in line for line in out), token
 
 
+@pytest.mark.parametrize("width", [60, 80])
+def test_domain_text_fits_the_width_and_a_pipe_gets_one_line_per_part(width: int) -> None:
+    path = str(Path(__file__).resolve().parents[1] / "fixtures" / "real" / "vit_hw_dynamo.onnx")
+    result = run("domain", path, env={"COLUMNS": str(width)})
+    assert result.exit_code == 0
+    head = result.stdout.split("\ntorch.export:")[0].splitlines()[1:]  # code lines print whole
+    assert head and all(len(line) <= width and line == line.rstrip() for line in head)
+    assert any(line.strip().startswith("<- node_conv2d (Conv, axis 2)") for line in head)
+    piped = run("domain", path, env={"COLUMNS": None}).stdout.splitlines()
+    s100 = next(line for line in piped if line.startswith("  s100 "))
+    assert "8..23, 32..39, 64..71, 128..135    <- node_conv2d (Conv, axis 2)" in s100
+
+
 def test_explain_table_rows_have_no_trailing_padding() -> None:
     result = run("explain", "[2,1]", "[4]")
     assert result.exit_code == 0

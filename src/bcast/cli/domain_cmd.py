@@ -8,6 +8,10 @@ dim's sizes with the node that cuts them, the relations between dims, the torch.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
+import textwrap
 from typing import Any, NoReturn
 
 import click
@@ -130,12 +134,40 @@ def _fail(model: str, message: str, as_json: bool) -> NoReturn:
     exit_with(ExitCode.USAGE)
 
 
+def _width() -> int | None:
+    """Return the width to wrap at: a terminal's, or ``COLUMNS``; None when piped."""
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return max(shutil.get_terminal_size((100, 24)).columns, 40)
+    return None  # a pipe or a file: one line per part, for grep
+
+
+def _wrapped(line: str, width: int | None) -> list[str]:
+    """Fit a part to ``width``: its sizes first, then each node that imposes it, indented.
+
+    >>> _wrapped("seq  1..64    <- add (Add, axis 1): s <= 64; mul (Mul): t", 30)
+    ['seq  1..64', '    <- add (Add, axis 1): s <=', '       64', '    <- mul (Mul): t']
+    """
+    if width is None or len(line) <= width:
+        return [line]
+    head, sep, by = line.partition("    <- ")
+    fit = textwrap.TextWrapper(
+        width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+    )
+    out = fit.wrap(head) or [head]
+    fit.initial_indent, fit.subsequent_indent = "    ", "       "
+    for part in by.split("; ") if sep else ():
+        out += fit.wrap(f"<- {part}")
+    return out
+
+
 def _render(
     model: str, lines: list[str], torch: list[str], shapes: dict[str, str], found: Any
 ) -> None:
+    width = _width()
     click.echo(f"{model}: the model runs for")
     for line in lines or ["(no symbolic input dims)"]:
-        click.echo(f"  {line}")
+        for part in _wrapped(line, None if width is None else width - 2):
+            click.echo(f"  {part}")
     if found.is_empty:
         return
     click.echo("\ntorch.export:")
@@ -144,4 +176,7 @@ def _render(
     if shapes:
         click.echo("\nOpenVINO:")
         click.echo(f"  model.reshape({json.dumps(shapes)})")
-    click.echo("\nnot collected: " + "; ".join(found.not_collected))
+    text = "not collected: " + "; ".join(found.not_collected)
+    click.echo("")
+    for part in [text] if width is None else textwrap.wrap(text, width, subsequent_indent="  "):
+        click.echo(part)
