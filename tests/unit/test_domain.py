@@ -304,6 +304,18 @@ def test_a_real_bert_whose_mask_batch_was_left_static_runs_for_batch_1_or_2() ->
         _agrees(path, domain, {"batch": b, "seq": s}, feeds)
 
 
+def test_a_real_llama_dynamo_export_reads_its_mask_by_index_tuples() -> None:
+    # torch.export gives the mask a batch of its own, s43; the causal mask is built by a
+    # GatherND whose index tuples pair Range(s72) with Range(s53): s72 rows of the mask.
+    path = str(REAL / "llama_dynamo.onnx")
+    domain = bcast.check(path).domain
+    (rows,) = [r for r in domain.relations if r.imposed[0].node == "node_GatherND_64"]
+    assert rows.text == "s72 must be at most s43"
+    for b, s, mb in [(2, 8, 2), (2, 8, 1), (2, 8, 3), (1, 8, 4), (3, 5, 2), (1, 1, 1)]:
+        feeds = {"input_ids": _ids(b, s), "attention_mask": np.ones((mb, s), np.int64)}
+        _agrees(path, domain, {"s72": b, "s53": s, "s43": mb}, feeds)
+
+
 def test_bert_dynamo_hands_the_domain_back_to_torch_export_and_openvino() -> None:
     domain = bcast.check(str(REAL / "bert_dynamo.onnx")).domain
     assert 's41 = Dim("s41", min=1, max=64)' in domain.torch_lines()

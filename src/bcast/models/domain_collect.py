@@ -38,8 +38,8 @@ NOT_COLLECTED: Final = (
     "Slice and Pad bounds",
     "pooling that rounds up (ceil_mode, rounding_type ceil)",
     "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",
-    "index bounds of GatherND and ScatterND, and of Gather indices made otherwise than by "
-    "Range, Add and Mul",
+    "index bounds of ScatterND, and of Gather and GatherND indices made otherwise than by "
+    "Range, Add, Mul and Concat",
 )
 
 
@@ -105,6 +105,8 @@ def collect_other(
         for axis, dim in enumerate(output.dims if output is not None and output.rank else ()):
             if axis >= 2 and not dim.is_static and dim.name in graph.expressions:
                 records.append(WindowRecord(node.name, node.op, axis, dim))
+    elif node.op == "GatherND" and len(inputs) == 2 and graph.format == "onnx":
+        _gather_nd(node, graph, inputs[0], producers or {}, values, records)
     elif node.op == "Gather" and len(inputs) == 2 and inputs[0].rank:
         positions = _range_of(node.inputs[1], graph, producers or {}, values)
         axis = node.axis % inputs[0].rank
@@ -147,6 +149,41 @@ def _attention(node: Node, graph: Graph, inputs: Sequence[Shape], records: list[
 def _transposed(dims: tuple[Dim, ...], swap: bool) -> tuple[Dim, ...]:
     """Return a MatMul operand's dims as multiplied: the last two swapped for a transpose."""
     return (*dims[:-2], dims[-1], dims[-2]) if swap and len(dims) >= 2 else dims
+
+
+def _gather_nd(
+    node: Node,
+    graph: Graph,
+    data: Shape,
+    producers: Mapping[str, Node],
+    values: Mapping[str, Shape],
+    records: list[Record],
+) -> None:
+    """Bound each component of GatherND's index tuples by the data dim it indexes.
+
+    The tuples exporters write are a Concat on the last axis of one part per component
+    (positions from Ranges, expanded): part ``k``'s largest value indexes data axis
+    ``batch_dims + k``.
+    """
+    concat = producers.get(node.inputs[1])
+    if concat is None or concat.op != "Concat" or data.rank is None:
+        return
+    parts = [values.get(name) for name in concat.inputs]
+    if any(p is None or p.rank is None or not p.rank for p in parts):
+        return
+    if concat.axis not in (-1, (parts[0].rank or 0) - 1 if parts[0] is not None else -1):
+        return
+    at = node.axis
+    for name, part in zip(concat.inputs, parts, strict=True):
+        width = part.dims[-1] if part is not None and part.rank else Dim.unknown()
+        if not width.is_static:
+            return  # where each component falls is not known
+        largest = _largest(name, graph, producers, values, 0) if width.lo == 1 else None
+        if largest is not None and largest.symbols and 0 <= at < data.rank:
+            size = data.dims[at]
+            if informative(size):
+                records.append(IndexRecord(node.name, node.op, plus(largest, 1), size))
+        at += width.lo
 
 
 def _largest(

@@ -87,7 +87,8 @@ class Node:
     mode : Mode or None
         OpenVINO ``auto_broadcast`` / Broadcast mode (element-wise, Select, Broadcast).
     axis : int
-        The PDPD axis as the peer reads it; a Concat's axis.
+        The PDPD axis as the peer reads it; a Concat's or Gather's axis; a GatherND's
+        ``batch_dims``.
     axis_written : bool
         False when a ``pdpd`` node has no axis attribute in the file (OpenVINO reads 0).
     axes_mapping : tuple of int or None

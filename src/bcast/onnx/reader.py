@@ -387,6 +387,8 @@ def _node(
         return base
     if op in ("Concat", "Gather"):  # their axis, for the domain's requirements
         return replace(base, axis=int(attribute(proto, "axis", 0)))
+    if op == "GatherND":  # its batch_dims, for the domain's index bounds
+        return replace(base, axis=int(attribute(proto, "batch_dims", 0)))
     if op == "Reshape":
         return replace(base, allowzero=bool(attribute(proto, "allowzero", 0)))
     if op in _NORMALIZATION:  # onnxruntime also runs LayerNormalization before opset 17
