@@ -192,6 +192,15 @@ def test_domain_text_fits_the_width_and_a_pipe_gets_one_line_per_part(width: int
     assert "8..23, 32..39, 64..71, 128..135    <- node_conv2d (Conv, axis 2)" in s100
 
 
+def test_check_text_shows_an_exporters_expression_dims_as_written() -> None:
+    # torch's dynamo exporter writes dim_param "Min(64, s41)"; bcast's symbol for it is a
+    # cleaned name, but the user reads the expression, in the inputs line and the picture.
+    path = str(Path(__file__).resolve().parents[1] / "fixtures" / "real" / "bert_dynamo.onnx")
+    result = run("check", path, env={"COLUMNS": "120"})
+    assert "embedding_2 [1,Min(64, s41),32]" in result.stdout
+    assert "Min_64__s41_" not in result.stdout
+
+
 def test_explain_table_rows_have_no_trailing_padding() -> None:
     result = run("explain", "[2,1]", "[4]")
     assert result.exit_code == 0

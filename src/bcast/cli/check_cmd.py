@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import click
@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
+from bcast.core.conditions import readable
+from bcast.core.expressions import Expr
 from bcast.loading import load_graph
 from bcast.models import (
     DEFAULT_MAX_ELEMENTS,
@@ -299,7 +301,7 @@ def _render_report(console: Console, graph: Graph, report: Report) -> None:
         for line in lines:
             _say(console, Text("  " + line, style=_STYLE[Severity.INFO]))
     for finding in report.findings:
-        _render_finding(console, finding)
+        _render_finding(console, finding, graph.expressions)
     console.print()
 
 
@@ -307,7 +309,9 @@ def _say(console: Console, text: Text) -> None:
     console.print(text, soft_wrap=True)  # never re-wrapped or padded by rich
 
 
-def _render_finding(console: Console, finding: Finding) -> None:
+def _render_finding(
+    console: Console, finding: Finding, expressions: Mapping[str, Expr] | None = None
+) -> None:
     width = max(console.width, 40)
     label = f"{finding.severity.value}[{finding.kind}]"
     where = [f"{finding.node or '-'} ({finding.op or '-'})"]
@@ -325,7 +329,10 @@ def _render_finding(console: Console, finding: Finding) -> None:
         text.append(line, style="bold")
         _say(console, text)
     if finding.inputs:
-        items = [f"{name or '-'} {shape}" for name, shape in finding.inputs]
+        # Dims standing for an exporter's expression are shown as it (Min(64, s41)).
+        items = [
+            readable(f"{name or '-'} {shape}", expressions or {}) for name, shape in finding.inputs
+        ]
         for line in _pack(items, width - 4, first="inputs: ", sep="; "):
             _say(console, Text("    " + line))
     for line in textwrap.wrap(
