@@ -75,14 +75,16 @@ def test_bert_dynamo_runs_for_seq_up_to_64_and_fails_at_the_position_add() -> No
     assert seq is not None and seq.text == "1..64"
     assert [i.node for i in seq.imposed] == ["node_add_18"]
     assert domain.dim("s18").text == "any"
-    for s in (1, 63, 64, 65, 100):
+    # The mask has a batch of its own, s43, read by a GatherND: a row per sequence.
+    assert [r.text for r in domain.relations] == ["s18 must be at most s43"]
+    for s, mask_batch in [(1, 2), (63, 2), (64, 2), (65, 2), (100, 2), (8, 1), (8, 3)]:
         ids = np.random.default_rng(s).integers(0, 100, (2, s), dtype=np.int64)
         feeds = {
             "input_ids": ids,
-            "attention_mask": np.ones((2, s), np.int64),
+            "attention_mask": np.ones((mask_batch, s), np.int64),
             "token_type_ids": np.zeros((2, s), np.int64),
         }
-        _agrees(path, domain, {"s18": 2, "s41": s, "s43": 2}, feeds)
+        _agrees(path, domain, {"s18": 2, "s41": s, "s43": mask_batch}, feeds)
 
 
 def _ids(batch: int, seq: int) -> np.ndarray:
@@ -515,3 +517,12 @@ def test_write_metadata_puts_the_domain_into_a_copy_of_the_model(tmp_path: Path)
     session = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
     feeds = {i.name: np.ones((2, 64), np.int64) for i in session.get_inputs()}
     session.run(None, feeds)
+
+
+def test_a_domain_prints_as_its_lines_in_a_terminal_and_a_notebook() -> None:
+    domain = bcast.check(str(REAL / "bert_dynamo.onnx")).domain
+    assert str(domain).splitlines() == domain.lines()
+    assert str(domain).splitlines()[1].startswith("s41  1..64    <- node_add_18 (Add, axis 1)")
+    page = domain._repr_html_()
+    assert page.startswith("<pre>") and "&lt;- node_add_18" in page and "<- " not in page
+    assert str(bcast.models.domain.Domain()) == "(no symbolic input dims)"

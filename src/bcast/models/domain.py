@@ -18,10 +18,11 @@ Examples
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from bcast.core.conditions import Condition
 from bcast.core.dim import Dim
@@ -379,6 +380,16 @@ class Domain:
             "openvino_reshape": self.openvino_shapes(),
             "not_collected": list(self.not_collected),
         }
+
+    def __str__(self) -> str:
+        """Return the domain as `lines` (``bcast domain`` prints them under "runs for")."""
+        return "\n".join(self.lines()) or "(no symbolic input dims)"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython, Jupyter
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:  # Jupyter
+        return f"<pre>{html.escape(str(self))}</pre>"
 
     def lines(self) -> list[str]:
         """Return the domain for people: a line per dim and per relation, with the nodes."""
