@@ -306,6 +306,23 @@ def test_a_real_bert_whose_mask_batch_was_left_static_runs_for_batch_1_or_2() ->
         _agrees(path, domain, {"batch": b, "seq": s}, feeds)
 
 
+def test_a_real_roberta_counts_its_positions_and_caps_seq_at_64() -> None:
+    # RoBERTa's positions are CumSum(ids != pad) + 1 into 66 rows: without padding the
+    # largest is seq + 1, so seq <= 64. Data decides the positions; the domain is for every
+    # input of a shape, so it takes the inputs without padding (the largest positions).
+    path = str(REAL / "roberta_torchscript.onnx")
+    domain = bcast.check(path).domain
+    seq = domain.dim("seq")
+    assert (seq.text, [i.node for i in seq.imposed]) == (
+        "1..64",
+        ["/model/embeddings/position_embeddings/Gather"],
+    )
+    for b, s in [(2, 1), (2, 8), (2, 64), (2, 65), (1, 100)]:
+        feeds = {"input_ids": np.full((b, s), 5, np.int64), "attention_mask": np.ones((b, s))}
+        feeds["attention_mask"] = feeds["attention_mask"].astype(np.int64)
+        _agrees(path, domain, {"batch": b, "seq": s}, feeds)
+
+
 def test_a_real_llama_dynamo_export_reads_its_mask_by_index_tuples() -> None:
     # torch.export gives the mask a batch of its own, s43; the causal mask is built by a
     # GatherND whose index tuples pair Range(s72) with Range(s53): s72 rows of the mask.

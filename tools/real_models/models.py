@@ -256,6 +256,35 @@ def bert_mask_dims() -> Built:
     return b
 
 
+def roberta() -> Built:
+    """RoBERTa encoder: positions count the tokens that are not padding (CumSum), from 2.
+
+    66 position rows, padding_idx 1: an input without padding runs up to 64 tokens.
+    """
+    import transformers
+
+    _seed()
+    cfg = transformers.RobertaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=66,
+        attn_implementation="eager",
+    )
+    model = transformers.RobertaModel(cfg, add_pooling_layer=False).eval()
+    ex, run = _text_inputs()
+    names = list(ex)
+    return Built(
+        _wrap_hidden(_perturb(model), names),
+        ex,
+        _text_dynamic(names),
+        run,
+        "transformers.RobertaModel",
+    )
+
+
 def bert_fixed_mask_batch() -> Built:
     """BERT as ``bert``, exported with the attention mask's batch left static (a common slip:
     ``dynamic_axes`` name the mask's sequence axis only), so the file fixes it at 2.
@@ -396,6 +425,7 @@ BUILDERS: dict[str, Callable[[], Built]] = {
     "bert": bert,
     "bert_mask_dims": bert_mask_dims,
     "bert_fixed_mask_batch": bert_fixed_mask_batch,
+    "roberta": roberta,
     "gpt2": gpt2,
     "llama": llama,
     "vit": vit,

@@ -124,6 +124,11 @@ def collect_other(
 _WINDOWED: Final = frozenset(
     {"Conv", "MaxPool", "AveragePool", "LpPool", "Convolution", "GroupConvolution", "AvgPool"}
 )
+# Operators whose outputs are booleans (RoBERTa's positions count the tokens that are not
+# padding: CumSum(Not(Equal(ids, pad)))).
+_BOOLEAN: Final = frozenset(
+    {"Equal", "Not", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor"}
+)
 # Operators that keep the set of an integer tensor's values (Range's positions reach Gather).
 _SAME_VALUES: Final = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Cast", "Identity", "Expand"})
 
@@ -206,6 +211,17 @@ def _largest(
         return None
     if node.op in _SAME_VALUES:
         return _largest(node.inputs[0], graph, producers, values, depth + 1)
+    if node.op in _BOOLEAN:
+        return Expr("int", value=1)  # false or true: 0 or 1 once cast to a number
+    if node.op == "CumSum" and len(node.inputs) == 2 and node.axis == 0:
+        # A running sum of values at least 0: at most the length times the largest value.
+        shape, axis = values.get(node.inputs[0]), graph.constants.get(node.inputs[1])
+        part = _largest(node.inputs[0], graph, producers, values, depth + 1)
+        if part is None or shape is None or not shape.rank or axis is None or len(axis) != 1:
+            return None
+        at = axis[0] + shape.rank if axis[0] < 0 else axis[0]
+        length = expr_of(shape.dims[at], graph.expressions) if 0 <= at < shape.rank else None
+        return None if length is None else Expr("*", (part, length))
     if node.op in ("Add", "Mul") and len(node.inputs) == 2:
         parts = [_largest(i, graph, producers, values, depth + 1) for i in node.inputs]
         if parts[0] is None or parts[1] is None:

@@ -88,7 +88,7 @@ class Node:
         OpenVINO ``auto_broadcast`` / Broadcast mode (element-wise, Select, Broadcast).
     axis : int
         The PDPD axis as the peer reads it; a Concat's or Gather's axis; a GatherND's
-        ``batch_dims``.
+        ``batch_dims``; 1 for a CumSum that is ``exclusive`` (its axis is an input).
     axis_written : bool
         False when a ``pdpd`` node has no axis attribute in the file (OpenVINO reads 0).
     axes_mapping : tuple of int or None

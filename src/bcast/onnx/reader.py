@@ -389,6 +389,8 @@ def _node(
         return replace(base, axis=int(attribute(proto, "axis", 0)))
     if op == "GatherND":  # its batch_dims, for the domain's index bounds
         return replace(base, axis=int(attribute(proto, "batch_dims", 0)))
+    if op == "CumSum":  # exclusive or not, for the domain's index bounds
+        return replace(base, axis=1 if attribute(proto, "exclusive", 0) else 0)
     if op == "Reshape":
         return replace(base, allowzero=bool(attribute(proto, "allowzero", 0)))
     if op in _NORMALIZATION:  # onnxruntime also runs LayerNormalization before opset 17
