@@ -82,6 +82,7 @@ VALID: dict[str, tuple[str, str]] = {
     "bert_mask_dims_torchscript.onnx": ("bert_mask_dims", "torchscript"),
     "bert_fixed_mask_batch_torchscript.onnx": ("bert_fixed_mask_batch", "torchscript"),
     "roberta_torchscript.onnx": ("roberta", "torchscript"),
+    "roberta_openvino.xml": ("roberta", "openvino"),
 }
 
 # facts about particular files, measured by hand with the peers and kept in the manifest
@@ -126,6 +127,9 @@ NOTES: dict[str, str] = {
     "table: with no padding token onnxruntime runs seq 64 and fails at seq 65 at "
     "/model/embeddings/position_embeddings/Gather (index 66 out of bounds); padded inputs "
     "reach smaller positions",
+    "roberta_openvino.xml": "the same RoBERTa by openvino.convert_model; OpenVINO CPU at "
+    "seq 65 (no padding) fails at __module.model.embeddings/aten::gather/GatherElements "
+    "(the token-type buffer read at the positions), before the position Gather",
 }
 
 EXPORTER_TEXT = {"torchscript": TS, "dynamo": DYNAMO, "openvino": OV, "skl2onnx": SKL}

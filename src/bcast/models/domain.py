@@ -369,6 +369,19 @@ class Domain:
                 return requirement.imposed
         return None
 
+    def failures(self, bindings: Mapping[str, int]) -> tuple[Imposed, ...]:
+        """Return every node whose requirement fails at ``bindings``, in graph order.
+
+        Where two failing nodes do not depend on each other, a runtime may reach either
+        first (its execution order is its own): the point fails at one of these.
+
+        >>> r = Requirement(Imposed("add", "Add", 1, "s <= 64"), frozenset({"s"}),
+        ...                 lambda b: b["s"] <= 64 if "s" in b else None)
+        >>> [str(i) for i in Domain(requirements=(r, r)).failures({"s": 65})]
+        ['add (Add, axis 1)', 'add (Add, axis 1)']
+        """
+        return tuple(r.imposed for r in self.requirements if r.test(bindings) is False)
+
     def to_json(self) -> dict[str, object]:
         """Return the domain as plain JSON data."""
         return {

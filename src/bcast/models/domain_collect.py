@@ -107,9 +107,17 @@ def collect_other(
                 records.append(WindowRecord(node.name, node.op, axis, dim))
     elif node.op == "GatherND" and len(inputs) == 2 and graph.format == "onnx":
         _gather_nd(node, graph, inputs[0], producers or {}, values, records)
-    elif node.op == "Gather" and len(inputs) == 2 and inputs[0].rank:
+    elif node.op == "GatherElements" and len(inputs) == 2 and inputs[0].rank:
+        size = inputs[0].dims[node.axis % inputs[0].rank]
+        largest = _largest(node.inputs[1], graph, producers or {}, values, 0)
+        if informative(size) and largest is not None and largest.symbols:
+            records.append(IndexRecord(node.name, node.op, plus(largest, 1), size))
+    elif node.op == "Gather" and len(inputs) in (2, 3) and inputs[0].rank:
         positions = _range_of(node.inputs[1], graph, producers or {}, values)
-        axis = node.axis % inputs[0].rank
+        given = graph.constants.get(node.inputs[2]) if len(inputs) == 3 else (node.axis,)
+        if given is None or len(given) != 1:
+            return  # an IR Gather's axis computed in the graph
+        axis = given[0] % inputs[0].rank
         size = inputs[0].dims[axis]
         if positions is not None and size.is_static:
             records.append(BoundRecord(node.name, node.op, positions[1], positions[0], size.lo))
@@ -127,10 +135,16 @@ _WINDOWED: Final = frozenset(
 # Operators whose outputs are booleans (RoBERTa's positions count the tokens that are not
 # padding: CumSum(Not(Equal(ids, pad)))).
 _BOOLEAN: Final = frozenset(
-    {"Equal", "Not", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor"}
-)
+    {
+        "Equal", "Not", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor",
+        "NotEqual", "GreaterEqual", "LessEqual", "LogicalNot", "LogicalAnd", "LogicalOr",
+        "LogicalXor",
+    }
+)  # fmt: skip
 # Operators that keep the set of an integer tensor's values (Range's positions reach Gather).
-_SAME_VALUES: Final = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Cast", "Identity", "Expand"})
+_SAME_VALUES: Final = frozenset(
+    {"Unsqueeze", "Squeeze", "Reshape", "Cast", "Identity", "Expand", "Convert", "Broadcast"}
+)
 
 
 def _attention(node: Node, graph: Graph, inputs: Sequence[Shape], records: list[Record]) -> None:
@@ -222,7 +236,7 @@ def _largest(
         at = axis[0] + shape.rank if axis[0] < 0 else axis[0]
         length = expr_of(shape.dims[at], graph.expressions) if 0 <= at < shape.rank else None
         return None if length is None else Expr("*", (part, length))
-    if node.op in ("Add", "Mul") and len(node.inputs) == 2:
+    if node.op in ("Add", "Mul", "Multiply") and len(node.inputs) == 2:
         parts = [_largest(i, graph, producers, values, depth + 1) for i in node.inputs]
         if parts[0] is None or parts[1] is None:
             return None

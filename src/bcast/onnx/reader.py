@@ -385,7 +385,7 @@ def _node(
     base = Node(name, op, tuple(proto.input), outputs, output_shapes=shapes)
     if proto.domain not in DEFAULT_DOMAINS:
         return base
-    if op in ("Concat", "Gather"):  # their axis, for the domain's requirements
+    if op in ("Concat", "Gather", "GatherElements"):  # their axis, for the domain
         return replace(base, axis=int(attribute(proto, "axis", 0)))
     if op == "GatherND":  # its batch_dims, for the domain's index bounds
         return replace(base, axis=int(attribute(proto, "batch_dims", 0)))

@@ -261,7 +261,8 @@ def _read_with_openvino(
         ]
         if op.get_type_name() == "Constant" and op.get_output_element_type(0).is_integral():
             shape = op.get_output_partial_shape(0)
-            if shape.rank.is_static and shape.rank.get_length() <= 1:
+            single = shape.is_static and shape.to_shape() and np.prod(shape.to_shape()) == 1
+            if shape.rank.is_static and (shape.rank.get_length() <= 1 or single):
                 values = np.asarray(op.get_data()).reshape(-1)
                 if values.size <= _MAX_CONSTANT_BYTES // 8:
                     constants[name] = tuple(int(v) for v in values)
@@ -419,6 +420,10 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
     elif layer.type == "MatMul":  # for the domain: which dims are inner
         transposed = (data.get(f"transpose_{s}", "false").lower() == "true" for s in "ab")
         return Node(**fields, trans_a=next(transposed), trans_b=next(transposed))
+    elif layer.type == "GatherElements" and _is_int(data.get("axis", "")):  # for the domain
+        return Node(**fields, axis=int(data["axis"]))
+    elif layer.type == "CumSum":  # exclusive or not, for the domain's index bounds
+        return Node(**fields, axis=int(data.get("exclusive", "false").lower() == "true"))
     elif layer.type == "ScaledDotProductAttention":
         return Node(**fields, causal=data.get("causal", "false").lower() == "true")
     elif layer.type == "Reshape":
