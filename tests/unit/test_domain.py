@@ -210,7 +210,9 @@ def _word(name: str) -> str:
     return rf"(?<![\w/.:]){re.escape(name)}(?![\w/.])"
 
 
-def _openvino_agrees(xml: str, points: list[dict[str, tuple[int, ...]]]) -> set[str]:
+def _openvino_agrees(
+    xml: str, points: list[dict[str, tuple[int, ...]]], dtype: type = np.int64
+) -> set[str]:
     """At each point (input name: shape), bcast's verdict is OpenVINO's; the ops failing."""
     ov = pytest.importorskip("openvino")
     domain = bcast.check(xml).domain
@@ -222,7 +224,7 @@ def _openvino_agrees(xml: str, points: list[dict[str, tuple[int, ...]]]) -> set[
         model = core.read_model(xml)  # afresh: a failed compile can spoil the next
         # Token 5 (not a padding token: RoBERTa's positions skip padding), masks of ones.
         feeds = {
-            n: np.full(shape, 5 if n == "input_ids" else 1, np.int64) for n, shape in shapes.items()
+            n: np.full(shape, 5 if n == "input_ids" else 1, dtype) for n, shape in shapes.items()
         }
         try:
             model.reshape({n: list(shape) for n, shape in shapes.items()})
@@ -578,3 +580,23 @@ def test_a_real_roberta_ir_caps_seq_where_openvino_fails() -> None:
     points = [(2, 8, 2, 8), (2, 64, 2, 64), (2, 65, 2, 65), (1, 100, 1, 100), (2, 8, 2, 5)]
     shapes = [{"input_ids": p[:2], "attention_mask": p[2:]} for p in points]
     assert _openvino_agrees(xml, shapes) == {"GatherElements", "ScaledDotProductAttention"}
+
+
+@pytest.mark.parametrize(
+    "name", ["whisper_encoder_torchscript.onnx", "whisper_encoder_openvino.xml"]
+)
+def test_a_real_whisper_encoder_runs_for_the_frames_its_16_positions_fit(name: str) -> None:
+    # Conv k3 p1, then Conv k3 p1 stride 2: (frames - 1)//2 + 1 positions meet a 16-row
+    # table added whole. Both runtimes decide the same 8 points.
+    path = str(REAL / name)
+    domain = bcast.check(path).domain
+    frames = domain.dims[-1]
+    assert frames.text == "1..2, 31..32"
+    sizes = (1, 2, 3, 30, 31, 32, 33, 64)
+    if name.endswith(".xml"):
+        points = [{"input_features": (2, 8, f)} for f in sizes]
+        assert _openvino_agrees(path, points, np.float32) == {"Add"}
+        return
+    for f in sizes:
+        feeds = {"input_features": np.zeros((2, 8, f), np.float32)}
+        _agrees(path, domain, {"batch": 2, "frames": f}, feeds)

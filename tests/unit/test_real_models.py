@@ -49,6 +49,9 @@ LATENT = {
     "vit_hw_openvino.xml": [("__module.model.embeddings/aten::add/Add", 1)],
     # The position slice caps seq at 64 (Min(64, input_ids.1), see test_domain).
     "bert_openvino.xml": [("__module.model.embeddings/aten::add/Add_2", 1)],
+    # Whisper's 16 positions fit (frames - 1)//2 + 1 only for frames 1, 2, 31, 32.
+    "whisper_encoder_torchscript.onnx": [("/model/Add_2", 1)],
+    "whisper_encoder_openvino.xml": [("__module.model/aten::add/Add", 1)],
     "bert_mask_dims_torchscript.onnx": [
         ("/model/embeddings/Add_1", 1),
         ("/model/encoder/layer.0/attention/self/Add", 3),

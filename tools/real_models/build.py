@@ -83,6 +83,8 @@ VALID: dict[str, tuple[str, str]] = {
     "bert_fixed_mask_batch_torchscript.onnx": ("bert_fixed_mask_batch", "torchscript"),
     "roberta_torchscript.onnx": ("roberta", "torchscript"),
     "roberta_openvino.xml": ("roberta", "openvino"),
+    "whisper_encoder_torchscript.onnx": ("whisper_encoder", "torchscript"),
+    "whisper_encoder_openvino.xml": ("whisper_encoder", "openvino"),
 }
 
 # facts about particular files, measured by hand with the peers and kept in the manifest
@@ -130,6 +132,10 @@ NOTES: dict[str, str] = {
     "roberta_openvino.xml": "the same RoBERTa by openvino.convert_model; OpenVINO CPU at "
     "seq 65 (no padding) fails at __module.model.embeddings/aten::gather/GatherElements "
     "(the token-type buffer read at the positions), before the position Gather",
+    "whisper_encoder_torchscript.onnx": "input_features [batch,8,frames]; after the stride-2 "
+    "convolution (frames - 1)//2 + 1 positions meet the 16-row table: onnxruntime runs "
+    "frames 1, 2, 31, 32 and fails at 3, 30, 33, 64 at the position Add",
+    "whisper_encoder_openvino.xml": "the same encoder by openvino.convert_model",
 }
 
 EXPORTER_TEXT = {"torchscript": TS, "dynamo": DYNAMO, "openvino": OV, "skl2onnx": SKL}

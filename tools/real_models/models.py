@@ -285,6 +285,43 @@ def roberta() -> Built:
     )
 
 
+def whisper_encoder() -> Built:
+    """Whisper's audio encoder: two convolutions (the second of stride 2) over mel frames,
+    then a position table of 16 rows added whole: (frames - 1)//2 + 1 must be 16 (or 1).
+    """
+    import torch
+    import transformers
+
+    _seed()
+    cfg = transformers.WhisperConfig(
+        num_mel_bins=8,
+        d_model=32,
+        encoder_layers=2,
+        encoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_layers=1,
+        decoder_attention_heads=2,
+        decoder_ffn_dim=64,
+        max_source_positions=16,
+        vocab_size=VOCAB,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=1,
+    )
+    model = transformers.WhisperModel(cfg).get_encoder().eval()
+    names = ["input_features"]
+    ex = {"input_features": torch.randn(BATCH, 8, 32, generator=torch.Generator().manual_seed(0))}
+    run = {"input_features": {"shape": [BATCH, 8, 32], "dtype": "float32", "high": None}}
+    return Built(
+        _wrap_hidden(_perturb(model), names),
+        ex,
+        {"input_features": {0: "batch", 2: "frames"}},
+        run,
+        "transformers.WhisperModel encoder (dynamic batch and frames)",
+    )
+
+
 def bert_fixed_mask_batch() -> Built:
     """BERT as ``bert``, exported with the attention mask's batch left static (a common slip:
     ``dynamic_axes`` name the mask's sequence axis only), so the file fixes it at 2.
@@ -426,6 +463,7 @@ BUILDERS: dict[str, Callable[[], Built]] = {
     "bert_mask_dims": bert_mask_dims,
     "bert_fixed_mask_batch": bert_fixed_mask_batch,
     "roberta": roberta,
+    "whisper_encoder": whisper_encoder,
     "gpt2": gpt2,
     "llama": llama,
     "vit": vit,
