@@ -600,3 +600,27 @@ def test_a_real_whisper_encoder_runs_for_the_frames_its_16_positions_fit(name: s
     for f in sizes:
         feeds = {"input_features": np.zeros((2, 8, f), np.float32)}
         _agrees(path, domain, {"batch": 2, "frames": f}, feeds)
+
+
+def test_a_model_local_functions_requirements_are_the_models() -> None:
+    # A function body always runs: its Add of x [batch,4] and a [2,4] constant makes
+    # batch 1 or 2. onnxruntime inlines the function and names the inner node.
+    fn = helper.make_function(
+        "local", "AddBias", ["x", "b"], ["y"],
+        [helper.make_node("Add", ["x", "b"], ["y"], name="add_in_fn")],
+        [helper.make_opsetid("", 17)],
+    )  # fmt: skip
+    call = helper.make_node("AddBias", ["x", "c"], ["y"], name="call", domain="local")
+    x = helper.make_tensor_value_info("x", F, ["batch", 4])
+    y = helper.make_tensor_value_info("y", F, None)
+    graph = helper.make_graph([call], "g", [x], [y], [_const("c", np.ones((2, 4), np.float32))])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, functions=[fn])
+    model.ir_version = 8
+    domain = bcast.check(model).domain
+    batch = domain.dim("batch")
+    assert (batch.text, [i.node for i in batch.imposed]) == ("1..2", ["call/AddBias/add_in_fn"])
+    for b in (1, 2, 3):
+        error = _run(model, {"x": np.ones((b, 4), np.float32)})
+        assert (error is None) == (domain.first_failure({"batch": b}) is None)
+        assert error is None or "add_in_fn" in error

@@ -269,8 +269,13 @@ def _walk(
         body = sub.graph
         if graph.expressions:  # the outer values' expressions, for the body's conditions
             body = replace(body, expressions={**graph.expressions, **body.expressions})
+        # A function's body always runs: its requirements are the model's. A branch or a
+        # loop body runs only for some data, so what it requires is not (yet) collected.
+        into = collect if not sub.outer_scope else None
         findings.extend(
-            _walk(body, bound, max_elements, None, scope, bindings, unchecked=unchecked)[0]
+            _walk(
+                body, bound, max_elements, None, scope, bindings, unchecked=unchecked, collect=into
+            )[0]
         )
     return findings, values
 

@@ -34,7 +34,7 @@ __all__ = ["NOT_COLLECTED", "Record", "collect_other"]
 
 
 NOT_COLLECTED: Final = (
-    "If/Loop/Scan and function bodies",
+    "If/Loop/Scan bodies (they run for some data only)",
     "Slice and Pad bounds",
     "pooling that rounds up (ceil_mode, rounding_type ceil)",
     "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",
