@@ -87,6 +87,13 @@ def _text_inputs(with_types: bool = False) -> tuple[dict[str, Any], dict[str, di
     return ex, run
 
 
+def _text_model(model: Any, source: str, with_types: bool = False) -> Built:
+    """A text model on ids and a mask (and token types), every input [batch, seq]."""
+    ex, run = _text_inputs(with_types=with_types)
+    names = list(ex)
+    return Built(_wrap_hidden(_perturb(model), names), ex, _text_dynamic(names), run, source)
+
+
 def _text_dynamic(names: list[str]) -> dict[str, dict[int, str]]:
     return {n: {0: "batch", 1: "seq"} for n in names}
 
@@ -132,15 +139,7 @@ def bert() -> Built:
         attn_implementation="eager",
     )
     model = transformers.BertModel(cfg, add_pooling_layer=False).eval()
-    ex, run = _text_inputs(with_types=True)
-    names = list(ex)
-    return Built(
-        _wrap_hidden(_perturb(model), names),
-        ex,
-        _text_dynamic(names),
-        run,
-        "transformers.BertModel",
-    )
+    return _text_model(model, "transformers.BertModel", with_types=True)
 
 
 def gpt2() -> Built:
@@ -158,15 +157,7 @@ def gpt2() -> Built:
         attn_implementation="eager",
     )
     model = transformers.GPT2Model(cfg).eval()
-    ex, run = _text_inputs()
-    names = list(ex)
-    return Built(
-        _wrap_hidden(_perturb(model), names),
-        ex,
-        _text_dynamic(names),
-        run,
-        "transformers.GPT2Model",
-    )
+    return _text_model(model, "transformers.GPT2Model")
 
 
 def llama() -> Built:
@@ -186,15 +177,7 @@ def llama() -> Built:
         attn_implementation="eager",
     )
     model = transformers.LlamaModel(cfg).eval()
-    ex, run = _text_inputs()
-    names = list(ex)
-    return Built(
-        _wrap_hidden(_perturb(model), names),
-        ex,
-        _text_dynamic(names),
-        run,
-        "transformers.LlamaModel",
-    )
+    return _text_model(model, "transformers.LlamaModel")
 
 
 def vit() -> Built:
@@ -274,15 +257,7 @@ def roberta() -> Built:
         attn_implementation="eager",
     )
     model = transformers.RobertaModel(cfg, add_pooling_layer=False).eval()
-    ex, run = _text_inputs()
-    names = list(ex)
-    return Built(
-        _wrap_hidden(_perturb(model), names),
-        ex,
-        _text_dynamic(names),
-        run,
-        "transformers.RobertaModel",
-    )
+    return _text_model(model, "transformers.RobertaModel")
 
 
 def whisper_encoder() -> Built:
@@ -355,15 +330,7 @@ def t5_encoder() -> Built:
         use_cache=False,
     )
     model = transformers.T5EncoderModel(cfg).eval()
-    ex, run = _text_inputs()
-    names = list(ex)
-    return Built(
-        _wrap_hidden(_perturb(model), names),
-        ex,
-        _text_dynamic(names),
-        run,
-        "transformers.T5EncoderModel",
-    )
+    return _text_model(model, "transformers.T5EncoderModel")
 
 
 def clip_vision() -> Built:
