@@ -624,3 +624,15 @@ def test_a_model_local_functions_requirements_are_the_models() -> None:
         error = _run(model, {"x": np.ones((b, 4), np.float32)})
         assert (error is None) == (domain.first_failure({"batch": b}) is None)
         assert error is None or "add_in_fn" in error
+
+
+def test_an_index_product_that_multiplies_out_too_far_is_kept_as_written() -> None:
+    # 40 factors (a_i + b_i) would expand to 2**40 terms: bcast keeps the product.
+    from bcast.core.arithmetic import cancelled, expanded
+    from bcast.core.expressions import Expr
+
+    e = Expr("int", value=1)
+    for i in range(40):
+        e = Expr("*", (e, Expr("+", (Expr("sym", name=f"a{i}"), Expr("sym", name=f"b{i}")))))
+    assert expanded(e) == e
+    assert cancelled(e, Expr("sym", name="z")) == (e, Expr("sym", name="z"))

@@ -330,6 +330,7 @@ def concat_output(axis: int, inputs: Sequence[Shape], expressions: dict[str, Exp
     return Shape((*first[:axis], summed, *first[axis + 1 :]))
 
 
+_MAX_TERMS: Final = 256  # terms of an expanded product (a crafted model could ask 2**32)
 Polynomial = dict[tuple[str, ...], int]
 """A sum of products of symbols: each product (its symbols sorted, repeated) to its coefficient."""
 
@@ -354,6 +355,8 @@ def _polynomial(expr: Expr) -> Polynomial | None:
         for k, v in [*a.items(), *((k, sign * v) for k, v in b.items())]:
             out[k] = out.get(k, 0) + v
     elif expr.op == "*":
+        if len(a) * len(b) > _MAX_TERMS:
+            return None  # a product that multiplies out too far: kept as it is written
         for (ka, va), (kb, vb) in ((x, y) for x in a.items() for y in b.items()):
             key = tuple(sorted(ka + kb))
             out[key] = out.get(key, 0) + va * vb
