@@ -636,3 +636,20 @@ def test_an_index_product_that_multiplies_out_too_far_is_kept_as_written() -> No
         e = Expr("*", (e, Expr("+", (Expr("sym", name=f"a{i}"), Expr("sym", name=f"b{i}")))))
     assert expanded(e) == e
     assert cancelled(e, Expr("sym", name="z")) == (e, Expr("sym", name="z"))
+
+
+def test_only_the_first_two_dim_relations_are_decided_on_a_grid() -> None:
+    # A crafted model with 20 different two-dim requirements: each grid is up to 65,536
+    # points, so bcast decides 16 and prints the rest as they are (first_failure stays exact).
+    from bcast.models.domain_terms import MAX_GRIDS
+
+    sizes = list(range(3, 23))
+    nodes = [helper.make_node("Reshape", ["x", f"t{k}"], [f"y{k}"], f"r{k}") for k in sizes]
+    inits = [_const(f"t{k}", np.array([k, -1], np.int64)) for k in sizes]
+    outs = [helper.make_tensor_value_info(f"y{k}", F, None) for k in sizes]
+    x = helper.make_tensor_value_info("x", F, ["a", "b"])
+    domain = bcast.check(_model(nodes, [x], outs, inits)).domain
+    assert len(domain.relations) == len(sizes)
+    assert [bool(r.boxes) for r in domain.relations] == [True] * MAX_GRIDS + [False] * 4
+    assert domain.first_failure({"a": 1, "b": 1}).node == "r3"
+    assert domain.first_failure({"a": 2 * 3 * 5 * 7 * 11 * 13 * 17 * 19, "b": 2**4 * 3**2}) is None

@@ -243,17 +243,13 @@ def _product(
     text = f"Reshape to {list(record.target)}: {shown} must {verb} {wanted}"
     by = Imposed(record.node, record.op, None, text)
     test = product_test(dims, record.data, record.target)
-    requirements.append(Requirement(by, free, test))
-    if not free or not named:
+    if not named:  # the dims that decide cancel: the target's count is met or never
+        requirements.append(Requirement(by, free, test))
         if test({}) is False:
             failed.append(by)
-    elif len(free) == 1:
-        (symbol,) = free
-        solver.cut(symbol, search(test, symbol, [wanted, statics]), by)
-    else:
-        others.append(
-            Relation("holds", tuple(sorted(free)), f"{shown} must {verb} {wanted}", (by,))
-        )
+        return
+    words = f"{shown} must {verb} {wanted}"
+    impose(by, free, test, [wanted, statics], words, solver, requirements, failed, others)
 
 
 def _count(

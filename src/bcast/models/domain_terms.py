@@ -32,6 +32,7 @@ from bcast.models.graph import Graph
 
 __all__ = [
     "ONE",
+    "MAX_GRIDS",
     "ONE_WAY_TARGET",
     "Dims",
     "Solver",
@@ -52,6 +53,7 @@ _MOST: Final = 1 << 15
 _TAIL: Final = 64
 _GRID_LEAST: Final = 160  # a two-dim requirement is decided up to this size at least ...
 _GRID: Final = 256  # ... and at most (256 x 256 points)
+MAX_GRIDS: Final = 16  # two-dim relations decided on a grid per model (each up to 65,536 points)
 _GRID_TAIL: Final = 32  # a grid's last sizes that must agree for its verdict to go on
 ONE: Final[Sizes] = ((1, 1),)
 ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
@@ -200,7 +202,7 @@ def relation(
 ) -> Relation:
     """Make the relation of a requirement over several dims (over two: `grid_boxes` at the end)."""
     names = tuple(sorted(free))
-    if len(names) == 2:
+    if len(names) == 2 and len(solver.grids) < MAX_GRIDS:
         solver.grids.setdefault((names, text), (test, tuple(constants), by))
     return Relation("holds", names, text, (by,))
 
