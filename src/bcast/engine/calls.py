@@ -50,7 +50,17 @@ class Call:
     ``out`` or the new result, with the results and errors of `bcast.engine.execute`.
     """
 
-    __slots__ = ("_aligned", "_how", "_kernel", "_op", "_plan", "_runner", "dtype", "shape")
+    __slots__ = (
+        "_aligned",
+        "_how",
+        "_kernel",
+        "_op",
+        "_plan",
+        "_runner",
+        "calls",
+        "dtype",
+        "shape",
+    )
 
     def __init__(
         self,
@@ -71,9 +81,11 @@ class Call:
         self._how = how
         self._runner = runner
         self._aligned = aligned  # the operands are passed as they are (NumPy aligns them)
+        self.calls = 0  # how many times it ran
 
     def __call__(self, operands: Sequence[Any], out: Any = None) -> Any:
         """Compute the call on ``operands`` (into ``out``); return ``out`` or the result."""
+        self.calls += 1
         if out is None:
             result = allocate(self._op, self.shape, self.dtype)
         elif not out.flags.writeable:
@@ -187,48 +199,51 @@ class CacheInfo(NamedTuple):
 class CallCache:
     """Calls by the key of their call site, at most ``limit`` (the oldest forgotten first).
 
-    Forgets every call when the engine's settings change.
+    ``lookup(key)`` returns the call kept under ``key`` or None (a dict's ``get``: the
+    operators' fast path calls it). A call kept counts one miss (it was planned) and one
+    hit per run after its first. Forgets every call when the engine's settings change.
 
     >>> cache = CallCache(limit=2)
-    >>> cache.get("k") is None, cache.info()
-    (True, CacheInfo(hits=0, misses=1, size=0, limit=2))
+    >>> cache.lookup("k") is None, cache.info()
+    (True, CacheInfo(hits=0, misses=0, size=0, limit=2))
     """
 
-    __slots__ = ("_calls", "_lock", "hits", "limit", "misses")
+    __slots__ = ("_calls", "_lock", "_retired", "limit", "lookup", "misses")
 
     def __init__(self, limit: int = 256) -> None:
         self._calls: dict[Any, Call] = {}
         self._lock = threading.Lock()
-        self.hits = 0
+        self._retired = 0  # the hits of calls no longer kept
+        self.lookup = self._calls.get
         self.misses = 0
         self.limit = limit
         _caches.append(self)
 
-    def get(self, key: Any) -> Call | None:
-        """Return the call kept under ``key``, or None (counted as a miss)."""
-        call = self._calls.get(key)
-        if call is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return call
-
     def put(self, key: Any, call: Call) -> None:
-        """Keep ``call`` under ``key``."""
+        """Keep ``call`` under ``key`` (a call planned: one miss)."""
         with self._lock:
+            self.misses += 1
             calls = self._calls
             while len(calls) >= self.limit > 0:
-                del calls[next(iter(calls))]
+                self._retire(calls.pop(next(iter(calls))))
             if self.limit > 0:
                 calls[key] = call
 
+    def _retire(self, call: Call) -> None:
+        self._retired += max(0, call.calls - 1)
+
     def clear(self) -> None:
         """Forget every call (the counters stay)."""
-        self._calls.clear()
+        with self._lock:
+            for call in self._calls.values():
+                self._retire(call)
+            self._calls.clear()
 
     def info(self) -> CacheInfo:
         """Return the counters and sizes."""
-        return CacheInfo(self.hits, self.misses, len(self._calls), self.limit)
+        kept = list(self._calls.values())
+        hits = self._retired + sum(max(0, call.calls - 1) for call in kept)
+        return CacheInfo(hits, self.misses, len(kept), self.limit)
 
 
 _caches: list[CallCache] = []

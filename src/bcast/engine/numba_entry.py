@@ -89,7 +89,7 @@ def _check(o: Any, a: Any) -> int:
 
 
 @njit(inline="always")
-def _copy(tile: Any, source: int, kind: Any) -> None:
+def _copy(tile: Any, source: int, kind: Any, itemsize: int) -> None:
     """Copy the strided elements ``tile`` describes from ``source`` into the tile, in order."""
     rank = tile[1]
     target = pointer(tile[2], kind)
@@ -106,21 +106,30 @@ def _copy(tile: Any, source: int, kind: Any) -> None:
         for d in range(rank - 2, -1, -1):
             offset += (rest % shape[d]) * strides[d]
             rest //= shape[d]
-        for c in range(inner):
-            target[k] = pointer(offset + c * step, kind)[0]
-            k += 1
+        values = pointer(offset, kind)
+        if step == 0:  # one element, stretched
+            value = values[0]
+            for c in range(inner):
+                target[k + c] = value
+        elif step == itemsize:  # a contiguous run: a vectorised copy
+            for c in range(inner):
+                target[k + c] = values[c]
+        else:
+            for c in range(inner):
+                target[k + c] = pointer(offset + c * step, kind)[0]
+        k += inner
 
 
 @njit(inline="always")
 def _fill(tile: Any, source: int, itemsize: int) -> None:
     if itemsize == 1:
-        _copy(tile, source, np.uint8)
+        _copy(tile, source, np.uint8, 1)
     elif itemsize == 2:
-        _copy(tile, source, np.uint16)
+        _copy(tile, source, np.uint16, 2)
     elif itemsize == 4:
-        _copy(tile, source, np.uint32)
+        _copy(tile, source, np.uint32, 4)
     else:
-        _copy(tile, source, np.uint64)
+        _copy(tile, source, np.uint64, 8)
 
 
 @njit(nogil=True, cache=True)
@@ -128,10 +137,10 @@ def enter(where: Any, tiles: Any, o: Any, x: Any, y: Any, z: Any) -> int:
     """Check the arrays of one call and fill ``where`` and the tiles for the walker.
 
     ``where`` gets the addresses of ``o`` and the operands ``x, y, z`` (an operand that is
-    tiled: its tile's, after the tile is filled from it). Each row of ``tiles`` names the
-    operand (1, 2 or 3), the rank of the part copied, the tile's address, that part's shape
-    and its strides in bytes from the operand's address. Returns `READY`, or `UNALIGNED` or
-    `OVERLAP` having written nothing.
+    tiled: its tile's, after the tile is filled from it), then 0: the walkers' row counter.
+    Each row of ``tiles`` names the operand (1, 2 or 3), the rank of the part copied, the
+    tile's address, that part's shape and its strides in bytes from the operand's address.
+    Returns `READY`, or `UNALIGNED` or `OVERLAP` having written nothing.
     """
     if o.ctypes.data % o.itemsize != 0:
         return UNALIGNED
@@ -148,6 +157,7 @@ def enter(where: Any, tiles: Any, o: Any, x: Any, y: Any, z: Any) -> int:
         itemsize = x.itemsize if j == 1 else y.itemsize if j == 2 else z.itemsize
         _fill(tile, where[j], itemsize)
         where[j] = tile[2]
+    where[4] = 0  # no row handed out yet
     return READY
 
 

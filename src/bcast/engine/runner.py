@@ -10,6 +10,7 @@ background, the runner does it in Python.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -102,8 +103,10 @@ class Runner:
         self._find_walker = find_walker
         self._find_entry = find_entry
         self._busy = threading.Lock()
-        self._where = np.zeros(4, np.int64)
-        self._claimed = np.zeros(1, np.int64)  # rows handed out so far: the walkers share it
+        # The addresses of the output and three operands, then the rows handed out so far
+        # (the walkers share the counter; the entry zeroes it).
+        self._where = np.zeros(5, np.int64)
+        self._claimed = self._where[4:]
         self._held: list[Any] = []  # this call's tiles, on the Python path
         # The entry fills tiles it owns: buffers that live as long as the runner.
         self._tiles, self._buffers = _tile_table(walk, kinds)
@@ -130,24 +133,46 @@ class Runner:
             self._enter = self._find_entry()
         return True
 
-    def __call__(self, out: np.ndarray[Any, Any], operands: Sequence[Any]) -> bool:
+    def _run(self, out: np.ndarray[Any, Any], operands: Sequence[Any]) -> bool:
         """Compute ``out`` from ``operands`` if the walk can; tell whether it did."""
-        if (self._go is None or self._enter is None) and not self._resolve():
+        go, enter = self._go, self._enter
+        if go is None or enter is None:
+            return self._call_in_python(out, operands)
+        if not self._busy.acquire(False):
             return False
+        try:
+            x, count = operands[0], len(operands)
+            if count == 2:
+                ready = enter(self._where, self._tiles, out, x, operands[1], x)
+            elif count == 3:
+                ready = enter(self._where, self._tiles, out, x, operands[1], operands[2])
+            else:
+                ready = enter(self._where, self._tiles, out, x, x, x)
+            if ready != _READY:
+                return False
+            if self.threads == 1:
+                go()
+            else:
+                self._run_blocks(lambda i: go(), self.threads, self.threads)
+        finally:
+            self._busy.release()
+        return True
+
+    __call__ = _run
+
+    def _call_in_python(self, out: np.ndarray[Any, Any], operands: Sequence[Any]) -> bool:
+        """Run while the walker or the entry compiles (or where numba cannot compile it)."""
+        if not self._resolve():
+            return False
+        if self._enter is not None:
+            return self._run(out, operands)
         go = self._go
         if go is None or not self._busy.acquire(False):
             return False
-        enter = self._enter
         try:
-            if enter is not None:
-                x = operands[0]
-                y = operands[1] if len(operands) > 1 else x
-                z = operands[2] if len(operands) > 2 else x
-                if enter(self._where, self._tiles, out, x, y, z) != _READY:
-                    return False
-            elif not self._enter_in_python(out, operands):
+            if not self._enter_in_python(out, operands):
                 return False
-            self._claimed[0] = 0
+            self._where[4] = 0
             if self.threads == 1:
                 go()
             else:
@@ -170,17 +195,17 @@ class Runner:
             bases[tile[0]] = _layout.make_tile(bases[tile[0]], tile)
         self._held = bases  # alive until the walk is done
         addresses = [a.__array_interface__["data"][0] for a in bases]
-        self._where[:] = addresses + addresses[1:2] * (4 - len(addresses))
+        self._where[:4] = addresses + addresses[1:2] * (4 - len(addresses))
         return True
 
 
 def _bind(
     walker: Any, where: Any, walk: Walk, claimed: Any, chunk: int, stream: bool
 ) -> Callable[[], None]:
-    def go() -> None:
-        walker(where, *walk.dtypes, walk.steps, walk.lengths, claimed, chunk, stream)
-
-    return go
+    """Return ``go()``: the walker called on these arrays (a partial: no Python frame)."""
+    return functools.partial(
+        walker, where[:4], *walk.dtypes, walk.steps, walk.lengths, claimed, chunk, stream
+    )
 
 
 def _same_elements(out: np.ndarray[Any, Any], x: np.ndarray[Any, Any]) -> bool:

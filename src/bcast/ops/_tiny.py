@@ -131,7 +131,7 @@ def tiny_path(op: str) -> Callable[[_F], _F]:
     broadcast included, takes the operator's full path, which explains (and plans).
     """
     table = _TINY[op]
-    calls = CALLS[op]
+    calls = CALLS[op].lookup
     fixed = None if fixed_output(op) is None else np.dtype(fixed_output(op))
 
     def decorate(full: _F) -> _F:
@@ -177,9 +177,9 @@ def tiny_path(op: str) -> Callable[[_F], _F]:
                         else:
                             return out
                 if out is None:
-                    call = calls.get((a.shape, a.strides, dt, b.shape, b.strides, b.dtype))
+                    call = calls((a.shape, a.strides, dt, b.shape, b.strides, b.dtype))
                 elif type(out) is _NDARRAY:
-                    call = calls.get(
+                    call = calls(
                         (a.shape, a.strides, dt, b.shape, b.strides, b.dtype,
                          out.shape, out.strides, out.dtype)
                     )  # fmt: skip
