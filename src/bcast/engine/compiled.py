@@ -134,7 +134,7 @@ def enabled() -> bool:
     """Tell, without importing numba, whether the compiled path may run.
 
     False where ``BCAST_COMPILED=0``, numba is not installed, or loading it failed (see
-    `available`); True otherwise, also before numba is loaded: `run` has it loaded in the
+    `available`); True otherwise, also before numba is loaded: a `Runner` has it loaded in the
     background.
 
     >>> isinstance(enabled(), bool)
@@ -316,9 +316,14 @@ def _loaded() -> bool:
 
 
 def _compile(key: tuple[Any, ...]) -> Any:
-    """Compile the walker of ``key`` now (or load it from numba's cache); None if numba cannot."""
+    """Compile the walker of ``key`` now (or load it from numba's cache); None if numba cannot.
+
+    Queues the entries asked for meanwhile (`_entry`), so that waiting for the kernels
+    (`wait_for_kernels`) waits for them too.
+    """
     if not _loaded():
         return None
+    _queue_wanted()
     try:
         return _state["kernels"].walker(key[0], list(key[1:]))
     except Exception as exc:  # numba failing beyond what it reports: NumPy's path
@@ -366,13 +371,26 @@ def _compile_entry(kinds: tuple[tuple[int, int], ...]) -> Any:
 _entries: Final = _background.Resolver(_compile_entry, name="bcast-compile-entry")
 
 
+_wanted: set[tuple[tuple[int, int], ...]] = set()
+"""Entries asked for before numba was loaded: queued by the walker's compile, which loads
+it (with the exit handlers that keep a compile from outliving the interpreter)."""
+
+
 def _entry(kinds: tuple[tuple[int, int], ...], wait: bool) -> Any:
     """Return the entry for arrays of these kinds; None while the background compiles it."""
     found = _entries.peek(kinds)
     if found is _background.PENDING:
         wait = wait or os.environ.get("BCAST_COMPILED", "").strip() == "wait"
+        if not wait and _state.get("kernels") is None:
+            _wanted.add(kinds)  # numba not loaded (yet): the walker's compile queues it
+            return None
         found = _entries.get(kinds, wait=wait)
     return None if found is _background.PENDING else found
+
+
+def _queue_wanted() -> None:
+    while _wanted:
+        _entries.get(_wanted.pop())
 
 
 def wait_for_kernels(timeout: float | None = None) -> bool:

@@ -112,15 +112,12 @@ class Runner:
         self._tiles, self._buffers = _tile_table(walk, kinds)
         self._go: Callable[[], None] | None = None
         self._enter: Any = None
-        if walk is not None:
+        if walk is not None:  # both asked for (queued for the background) now
+            self._enter = find_entry()
             self._resolve()
 
     def _resolve(self) -> bool:
-        """Find the walker, then the entry (queueing each for the background); tell if ready.
-
-        The entry is asked for only once the walker is ready: the walker's compile loads
-        numba, with the exit handlers that keep a compile from outliving the interpreter.
-        """
+        """Find the walker and the entry (queueing each for the background); tell if ready."""
         walk = self.walk
         if walk is None:
             return False
