@@ -21,16 +21,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 @pytest.fixture
 def compiled_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
-    """Record (operation, whether the compiled path ran) for each `bcast.engine.compiled.run`."""
-    from bcast.engine import compiled
+    """Record (operation, whether the compiled path ran) for each call of a compiled `Runner`.
+
+    Every NumPy call whose kernel the compiled path accepts calls one (a repeated call
+    replays the runner its first call prepared).
+    """
+    from bcast.engine.runner import Runner
 
     seen: list[tuple[str, bool]] = []
-    real = compiled.run
+    real = Runner.__call__
 
-    def spy(name: str, *args: Any, **kwargs: Any) -> bool:
-        done = real(name, *args, **kwargs)
-        seen.append((name, done))
+    def spy(self: Runner, out: Any, operands: Any) -> bool:
+        done = real(self, out, operands)
+        seen.append((self.name, done))
         return done
 
-    monkeypatch.setattr(compiled, "run", spy)
+    monkeypatch.setattr(Runner, "__call__", spy)
     return seen

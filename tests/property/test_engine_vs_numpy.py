@@ -51,6 +51,7 @@ def _forced(draw: st.DrawFn) -> dict[str, Any]:
     return {
         "threads": 3,
         "parallel_min": 1,
+        "compiled_min": 0,
         "compiled_thread_work": 1,
         "blocks_per_thread": draw(st.integers(1, 4)),
         "block_bytes": draw(st.sampled_from([16, 256, 1 << 20])),

@@ -26,7 +26,8 @@ from bcast.engine.background import PENDING, Resolver
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
-LARGE = {"threads": 2, "parallel_min": 1, "compiled_thread_work": 1}  # the compiled path's size
+# The compiled path at any size
+LARGE = {"threads": 2, "parallel_min": 1, "compiled_min": 0, "compiled_thread_work": 1}
 
 
 @pytest.fixture
@@ -194,7 +195,7 @@ def test_at_exit_the_compile_under_way_finishes_and_no_other_starts(tmp_path: Pa
 
         compiled._kernels = Resolver(slow, name="bcast-compile")
         a = np.ones((300, 100), np.float32)
-        with engine.settings(parallel_min=1, compiled_thread_work=1):
+        with engine.settings(parallel_min=1, compiled_min=0, compiled_thread_work=1):
             ops.add(a, a[0])
             ops.sub(a, a[0])
         assert started.wait(30)
@@ -211,7 +212,7 @@ def test_a_real_compile_at_exit_ends_cleanly_and_is_cached(tmp_path: Path) -> No
         import numpy as np
         from bcast import engine, ops
         a = np.ones((300, 100))
-        with engine.settings(parallel_min=1, compiled_thread_work=1):
+        with engine.settings(parallel_min=1, compiled_min=0, compiled_thread_work=1):
             assert (ops.add(a, a[0]) == 2).all()  # exits at once: the compile is under way
     """
     done = _python(code, tmp_path)
@@ -230,7 +231,7 @@ def test_without_numba_nothing_starts_and_nothing_warns(tmp_path: Path) -> None:
         from bcast import engine, ops
         from bcast.engine import compiled
         a = np.arange(6000.0).reshape(60, 100)
-        with engine.settings(parallel_min=1, compiled_thread_work=1, threads=2):
+        with engine.settings(parallel_min=1, compiled_min=0, compiled_thread_work=1, threads=2):
             assert (ops.add(a, a[0]) == a + a[0]).all()
         names = [t.name for t in threading.enumerate()]
         print(compiled.enabled(), compiled.available(), "bcast-compile" in names)

@@ -15,7 +15,7 @@ import pytest
 
 from bcast import engine, ops
 from bcast.core.errors import BroadcastError
-from bcast.engine import executor
+from bcast.engine import config
 from bcast.engine import layout as _layout
 from bcast.engine import parallel as _parallel
 
@@ -23,6 +23,7 @@ from bcast.engine import parallel as _parallel
 SPLIT = {
     "threads": 3,
     "parallel_min": 1,
+    "compiled_min": 0,
     "compiled_thread_work": 1,
     "block_bytes": 24,
     "blocks_per_thread": 5,
@@ -252,12 +253,12 @@ def test_settings_restore_and_env_override(monkeypatch: pytest.MonkeyPatch) -> N
         assert engine.get_settings().threads == 5
     assert engine.get_settings() == before
     monkeypatch.setenv("BCAST_NUM_THREADS", "3")
-    assert executor._threads(1e12) == 3
+    assert config.threads_for(1e12) == 3
     monkeypatch.setenv("BCAST_NUM_THREADS", "nonsense")
     monkeypatch.setattr(_parallel, "_warned", set())
     with pytest.warns(RuntimeWarning, match="BCAST_NUM_THREADS='nonsense'"):
-        assert 1 <= executor._threads(1e12) <= _parallel.cores()
-    assert executor._threads(1) == 1  # small work: one thread
+        assert 1 <= config.threads_for(1e12) <= _parallel.cores()
+    assert config.threads_for(1) == 1  # small work: one thread
 
 
 # -- the tiny path ---------------------------------------------------------------------------

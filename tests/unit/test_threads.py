@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bcast import engine
-from bcast.engine import executor
+from bcast.engine import config
 from bcast.engine import parallel as _parallel
 
 BIG = 1e15  # work large enough for any number of threads
@@ -32,7 +32,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def test_the_default_is_the_cores_this_process_may_use(env: pytest.MonkeyPatch) -> None:
     assert _parallel.threads() == 6
-    assert executor._threads(BIG) == 6
+    assert config.threads_for(BIG) == 6
 
 
 def test_omp_num_threads_caps_the_default_only(env: pytest.MonkeyPatch) -> None:
@@ -48,10 +48,10 @@ def test_omp_num_threads_caps_the_default_only(env: pytest.MonkeyPatch) -> None:
 
 def test_bcast_num_threads_then_settings(env: pytest.MonkeyPatch) -> None:
     env.setenv("BCAST_NUM_THREADS", "9")  # more than the cores: asked for, given
-    assert executor._threads(BIG) == 9
+    assert config.threads_for(BIG) == 9
     with engine.settings(threads=3):
-        assert executor._threads(BIG) == 3
-    assert executor._threads(1) == 1  # small work takes one thread whatever the setting
+        assert config.threads_for(BIG) == 3
+    assert config.threads_for(1) == 1  # small work takes one thread whatever the setting
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])

@@ -7,6 +7,14 @@ True
 
 from __future__ import annotations
 
+from bcast.engine.calls import (
+    CacheInfo,
+    Call,
+    CallCache,
+    call_cache_info,
+    clear_call_caches,
+)
+from bcast.engine.calls import prepare as prepare_call
 from bcast.engine.executor import (
     TINY,
     Kernel,
@@ -17,4 +25,18 @@ from bcast.engine.executor import (
     settings,
 )
 
-__all__ = ["TINY", "Kernel", "Settings", "execute", "get_settings", "quiet_run", "settings"]
+__all__ = [
+    "TINY",
+    "CacheInfo",
+    "Call",
+    "CallCache",
+    "Kernel",
+    "Settings",
+    "call_cache_info",
+    "clear_call_caches",
+    "execute",
+    "get_settings",
+    "prepare_call",
+    "quiet_run",
+    "settings",
+]

@@ -35,6 +35,7 @@ every kernel ahead of time, once per machine.
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib.util
 import math
 import os
@@ -42,20 +43,20 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 
 from bcast.engine import background as _background
 from bcast.engine import layout as _layout
+from bcast.engine.runner import Runner, Walk
 
 __all__ = [
     "OPERATIONS",
     "accepts",
     "available",
     "enabled",
-    "run",
+    "prepare",
     "signatures",
     "wait_for_kernels",
     "warm",
@@ -133,7 +134,7 @@ def enabled() -> bool:
     """Tell, without importing numba, whether the compiled path may run.
 
     False where ``BCAST_COMPILED=0``, numba is not installed, or loading it failed (see
-    `available`); True otherwise, also before numba is loaded: `run` has it loaded in the
+    `available`); True otherwise, also before numba is loaded: a `Runner` has it loaded in the
     background.
 
     >>> isinstance(enabled(), bool)
@@ -190,74 +191,54 @@ def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
     return char in allowed
 
 
-def run(
+def prepare(
     name: str,
     out: np.ndarray[Any, Any],
-    operands: list[np.ndarray[Any, Any]],
+    views: list[np.ndarray[Any, Any]],
     *,
+    operands: list[np.ndarray[Any, Any]] | None = None,
     max_tile_bytes: int,
     threads: int,
     blocks_per_thread: int,
     stream: bool,
     run_blocks: Callable[[Callable[[int], None], int, int], None],
     wait: bool = False,
-) -> bool:
-    """Compute operation ``name`` into ``out`` from the operands (aligned to its rank).
+) -> Runner:
+    """Plan operation ``name`` on these arrays once; return the `Runner` that computes it.
 
-    The arrays are walked as `bcast.engine.layout.walk_axes` arranges them (tiles of small
-    operands take at most ``max_tile_bytes``); the walker gets their addresses and strides,
-    not views (each view would cost microseconds). ``run_blocks(task, count, threads)``
-    runs ``task(i)`` for ``i < count`` on that many threads: each task is one walker,
-    which claims rows `CHUNK_BYTES` at a time until none are left. Returns False, having
-    written nothing, when the arrays do not fit the walker (a negative or uneven stride,
-    an element off its natural alignment, an output not contiguous in its inner axis, too
-    many axes) or numba cannot compile it, and while its kernel is being compiled in the
-    background (``wait``: compile it now, or wait for the background): the caller then uses
-    NumPy.
+    ``views`` are the operands aligned to the output's rank, which the walk is planned on
+    (as `bcast.engine.layout.walk_axes` arranges them; tiles of small operands take at most
+    ``max_tile_bytes``). ``operands`` are the arrays the runner will be called with
+    (default: the views): the same addresses, maybe with fewer axes. ``run_blocks(task,
+    count, threads)`` runs ``task(i)`` for ``i < count`` on that many threads: each task is
+    one walker, which claims rows `CHUNK_BYTES` at a time until none are left. The walker
+    and the entry (`bcast.engine.numba_entry`) are queued for the background here
+    (``wait``: compiled now, or waited for).
     """
-    if not (out.flags.aligned and all(x.flags.aligned for x in operands)):
-        return False  # numba's loads and stores assume naturally aligned elements
     key = (name, max_tile_bytes, threads * blocks_per_thread, out.shape, out.strides, out.dtype)
-    key += tuple((x.shape, x.strides, x.dtype) for x in operands)
+    key += tuple((x.shape, x.strides, x.dtype) for x in views)
     found = _walks.get(key, _UNKNOWN)
     if found is _UNKNOWN:
-        found = _plan_walk(name, out, operands, max_tile_bytes, threads * blocks_per_thread)
+        found = _plan_walk(name, out, views, max_tile_bytes, threads * blocks_per_thread)
         if len(_walks) >= _WALKS_KEPT:
             _walks.clear()
         _walks[key] = found
-    if not isinstance(found, _Walk):  # None: the walker does not take this layout
-        return False
-    recipe = found
-    walk = _walker(name, recipe.dtypes, wait)
-    if walk is None:  # not compiled yet, or numba could not compile it (warned once)
-        return False
-    bases = [out, *operands]
-    for tile in recipe.tiles:  # the layout is known; the tiles' values are this call's
-        bases[tile[0]] = _layout.make_tile(bases[tile[0]], tile)
-    addresses = [a.__array_interface__["data"][0] for a in bases]
-    addresses += addresses[1:2] * (4 - len(addresses))  # unused operands: the first again
-    where = np.array(addresses, np.int64)
-    claimed = np.zeros(1, np.int64)  # rows handed out so far: the walkers share it
-    chunk = max(1, CHUNK_BYTES // recipe.row_bytes)
-    steps, lengths, dtypes = recipe.steps, recipe.lengths, recipe.dtypes
-
-    def task(i: int) -> None:
-        walk(where, *dtypes, steps, lengths, claimed, chunk, stream)
-
-    run_blocks(task, min(threads, recipe.rows), threads)
-    return True
-
-
-@dataclass(frozen=True, slots=True)
-class _Walk:
-    """What a walk over arrays of one layout needs, but their addresses and tiles' values."""
-
-    tiles: tuple[_layout.Tile, ...]
-    dtypes: tuple[np.dtype[Any], ...]  # as the walker reads them, four
-    steps: np.ndarray[Any, Any]  # (4, MAX_RANK) strides in elements; the walker only reads
-    lengths: np.ndarray[Any, Any]  # (MAX_RANK,) the output's shape; likewise
-    rows: int
-    row_bytes: int
+    passed = views if operands is None else operands
+    kinds = tuple((x.itemsize, x.ndim) for x in [out, *passed])
+    kinds += kinds[1:2] * (4 - len(kinds))  # unused operands: the first again
+    walk = found if isinstance(found, Walk) else None
+    dtypes = walk.dtypes if walk is not None else ()
+    return Runner(
+        name,
+        walk,
+        kinds,
+        threads=threads,
+        stream=stream,
+        chunk=max(1, CHUNK_BYTES // walk.row_bytes) if walk is not None else 1,
+        run_blocks=run_blocks,
+        find_walker=functools.partial(_walker, name, dtypes, wait),
+        find_entry=functools.partial(_entry, kinds, wait),
+    )
 
 
 _UNKNOWN: Final = object()
@@ -274,7 +255,7 @@ def _plan_walk(
     operands: list[np.ndarray[Any, Any]],
     max_tile_bytes: int,
     parts: int,
-) -> _Walk | None:
+) -> Walk | None:
     tiles: list[_layout.Tile] = []
     found = _layout.walk_axes(out, operands, max_tile_bytes=max_tile_bytes, tiles=tiles)
     if found is None:
@@ -302,7 +283,7 @@ def _plan_walk(
     shape = [1] * (MAX_RANK - rank) + [n for n, _ in axes]
     steps = np.array(strides, np.int64)
     lengths = np.array(shape, np.int64)
-    return _Walk(
+    return Walk(
         tuple(tiles),
         tuple(dtypes),
         steps,
@@ -327,12 +308,22 @@ def _split_inner(axes: list[_layout.Axis], parts: int) -> list[_layout.Axis]:
 # -- compiling: in the background, or ahead of time ----------------------------------------
 
 
-def _compile(key: tuple[Any, ...]) -> Any:
-    """Compile the walker of ``key`` now (or load it from numba's cache); None if numba cannot."""
+def _loaded() -> bool:
+    """Load numba and the kernels' module (once); tell whether the compiled path can run."""
     if "kernels" not in _state and available():
         atexit.register(_background.stop_all)  # runs before numba's exit handlers, now there
-    if not available():
+    return available()
+
+
+def _compile(key: tuple[Any, ...]) -> Any:
+    """Compile the walker of ``key`` now (or load it from numba's cache); None if numba cannot.
+
+    Queues the entries asked for meanwhile (`_entry`), so that waiting for the kernels
+    (`wait_for_kernels`) waits for them too.
+    """
+    if not _loaded():
         return None
+    _queue_wanted()
     try:
         return _state["kernels"].walker(key[0], list(key[1:]))
     except Exception as exc:  # numba failing beyond what it reports: NumPy's path
@@ -361,6 +352,47 @@ def _walker(name: str, dtypes: tuple[np.dtype[Any], ...], wait: bool) -> Any:
     return None if walk is _background.PENDING else walk
 
 
+def _compile_entry(kinds: tuple[tuple[int, int], ...]) -> Any:
+    """Compile the entry for arrays of these kinds (or load it); None if numba cannot."""
+    if not _loaded():
+        return None
+    try:
+        return _state["kernels"].compile_entry(kinds)
+    except Exception as exc:  # the walker's Python front computes what the entry would
+        warnings.warn(
+            f"bcast: numba could not compile the entry for {kinds}; Python prepares each "
+            f"walk instead ({type(exc).__name__}: {exc})",
+            RuntimeWarning,
+            stacklevel=1,
+        )
+        return None
+
+
+_entries: Final = _background.Resolver(_compile_entry, name="bcast-compile-entry")
+
+
+_wanted: set[tuple[tuple[int, int], ...]] = set()
+"""Entries asked for before numba was loaded: queued by the walker's compile, which loads
+it (with the exit handlers that keep a compile from outliving the interpreter)."""
+
+
+def _entry(kinds: tuple[tuple[int, int], ...], wait: bool) -> Any:
+    """Return the entry for arrays of these kinds; None while the background compiles it."""
+    found = _entries.peek(kinds)
+    if found is _background.PENDING:
+        wait = wait or os.environ.get("BCAST_COMPILED", "").strip() == "wait"
+        if not wait and _state.get("kernels") is None:
+            _wanted.add(kinds)  # numba not loaded (yet): the walker's compile queues it
+            return None
+        found = _entries.get(kinds, wait=wait)
+    return None if found is _background.PENDING else found
+
+
+def _queue_wanted() -> None:
+    while _wanted:
+        _entries.get(_wanted.pop())
+
+
 def wait_for_kernels(timeout: float | None = None) -> bool:
     """Wait until the kernels queued for the background are ready; tell whether they are.
 
@@ -369,7 +401,7 @@ def wait_for_kernels(timeout: float | None = None) -> bool:
     >>> wait_for_kernels(timeout=60)
     True
     """
-    return _kernels.wait(timeout)
+    return _kernels.wait(timeout) and _entries.wait(timeout)
 
 
 def signatures(names: Iterable[str] | None = None) -> list[tuple[str, tuple[np.dtype[Any], ...]]]:

@@ -21,10 +21,11 @@ from numba.core import cgutils
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic, overload
 
+from bcast.engine.numba_entry import compile_entry, pointer
 from bcast.engine.numba_pow import pow_float32 as _pow
 from bcast.engine.numba_pow import pow_special
 
-__all__ = ["SCALARS", "walk", "walker"]
+__all__ = ["SCALARS", "compile_entry", "walk", "walker"]
 
 ALIGN: Final = 64
 """Streaming stores start at an address aligned to this (a cache line; an AVX-512 vector)."""
@@ -162,12 +163,12 @@ def _streaming_store(align: int | None) -> Any:
             array_type, _, value_type = signature.args
             target, position, item = args
             view = context.make_array(array_type)(context, builder, target)
-            pointer = cgutils.get_item_pointer(
+            slot = cgutils.get_item_pointer(
                 context, builder, array_type, view, [position], wraparound=False
             )
             item = context.cast(builder, item, value_type, array_type.dtype)
             stored = context.data_model_manager[array_type.dtype].as_data(builder, item)
-            written = builder.store(stored, pointer, align=align)  # a bool is a byte here
+            written = builder.store(stored, slot, align=align)  # a bool is a byte here
             flag = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
             written.set_metadata("nontemporal", flag)
             return context.get_dummy_value()
@@ -248,19 +249,6 @@ def _gather(buf: Any, base: Any, offset: int, step: int, n: int) -> None:
 
 
 @intrinsic
-def _pointer(typingctx: Any, address: Any, dtype: Any) -> Any:
-    """Read an integer address as a pointer to elements of ``dtype``."""
-    if not isinstance(address, types.Integer) or not isinstance(dtype, types.DType):
-        return None
-    target = types.CPointer(dtype.dtype)
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.inttoptr(args[0], context.get_value_type(target))
-
-    return target(address, dtype), codegen
-
-
-@intrinsic
 def _fetch_add(typingctx: Any, counter: Any, value: Any) -> Any:
     """Add ``value`` to ``counter[0]`` (an int64 array) atomically; return the old value."""
     if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
@@ -280,7 +268,7 @@ def _run(address: Any, dtype: Any, strides: Any, k: int, shape: Any) -> Any:
     span = 1
     for d in range(shape.size):
         span += (shape[d] - 1) * strides[k, d]
-    return carray(_pointer(address, dtype), span)
+    return carray(pointer(address, dtype), span)
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
@@ -310,7 +298,10 @@ def walk(
     threads share the work in compiled code and one that the machine slows takes less.
     """
     literally(op)
-    if shape.size == 0 or np.any(shape == 0):
+    for d in range(shape.size):  # (np.any would allocate)
+        if shape[d] == 0:
+            return
+    if shape.size == 0:
         return
     o = _run(addresses[0], out_dtype, strides, 0, shape)
     x = _run(addresses[1], x_dtype, strides, 1, shape)
@@ -326,16 +317,16 @@ def walk(
     rows = 1
     for d in range(rank - 1):
         rows *= shape[d]
-    index = np.zeros(rank - 1, np.int64)
-    offsets = np.zeros(4, np.int64)
+    # One allocation for the counters, one per gathered row (each costs about as much as
+    # a short row of work).
+    scratch = np.zeros(rank + 7, np.int64)
+    index, offsets, last = scratch[: rank - 1], scratch[rank - 1 : rank + 3], scratch[rank + 3 :]
+    last[:] = -1
     sx, sy, sz = strides[1, rank - 1], strides[2, rank - 1], strides[3, rank - 1]
-    bx = np.empty(n if sx != 1 else 0, x.dtype)
-    by = np.empty(n if sy != 1 else 0, y.dtype)
-    bz = np.empty(n if sz != 1 else 0, z.dtype)
-    rx = bx if sx != 1 else x
-    ry = by if sy != 1 else y
-    rz = bz if sz != 1 else z
-    last = np.full(4, -1, np.int64)
+    rx = np.empty(n, x.dtype) if sx != 1 else x  # the row: gathered, or read in place
+    ry = np.empty(n, y.dtype) if sy != 1 else y
+    rz = np.empty(n, z.dtype) if sz != 1 else z
+    bx, by, bz = rx, ry, rz
     zero = np.uint64(0)
     length = np.uint64(n)
     while True:

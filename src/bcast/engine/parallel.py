@@ -1,7 +1,9 @@
 """The engine's thread pool: how many threads a large operation gets, and running its blocks.
 
-One pool per process, created on first use and recreated in a forked child. How many threads
-large work gets is a setting, resolved in this order (`threads`):
+One pool of persistent worker threads per process, started on first use and started again in
+a forked child; a worker sleeps on a lock between jobs (it never spins) and is woken by
+releasing it. How many threads large work gets is a setting, resolved in this order
+(`threads`):
 
 1. ``bcast.engine.settings(threads=n)``, for a ``with`` block (`bcast.engine.executor`);
 2. the environment variable ``BCAST_NUM_THREADS``, a positive integer;
@@ -27,18 +29,15 @@ import math
 import os
 import threading
 import warnings
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["cache_bytes", "cgroup_cpus", "cores", "run_blocks", "threads"]
+__all__ = ["cache_bytes", "cgroup_cpus", "cores", "pool_size", "run_blocks", "threads"]
 
 CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 
 _lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
 _warned: set[str] = set()
 
 
@@ -161,22 +160,91 @@ def cache_bytes() -> int:
     return found or 32 << 20
 
 
-def _get_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
-    with _lock:
-        if _pool is None or _pool_size < workers:
-            old = _pool
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bcast")
-            _pool_size = workers
-            if old is not None:
-                old.shutdown(wait=False)
-        return _pool
+class _Job:
+    """One share of a `run_blocks` call handed to a worker; ``done`` is released when it ends."""
+
+    __slots__ = ("done", "work")
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        self.work = work
+        self.done = threading.Lock()
+        self.done.acquire()
+
+
+class _Worker:
+    """A thread that sleeps on its bell (a locked Lock) and runs the jobs rung in.
+
+    Handing over a job is a list append and a lock release (no futures, no executor): the
+    release wakes the thread where it sleeps in ``acquire``. A ring while the bell is already
+    unlocked is a no-op (the thread is awake and finds the job in its list).
+    """
+
+    __slots__ = ("bell", "jobs", "thread")
+
+    def __init__(self, name: str) -> None:
+        self.bell = threading.Lock()
+        self.bell.acquire()
+        self.jobs: list[_Job] = []
+        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        bell, jobs = self.bell, self.jobs
+        while True:
+            bell.acquire()  # sleeps until rung
+            while jobs:
+                try:
+                    job = jobs.pop()
+                except IndexError:  # the caller took it back
+                    break
+                try:
+                    job.work()
+                finally:
+                    job.done.release()
+                    del job  # nothing of the call stays alive in the sleeping thread
+
+    def ring(self, job: _Job) -> None:
+        self.jobs.append(job)
+        try:  # noqa: SIM105 (contextlib.suppress costs more than the hand-off itself)
+            self.bell.release()
+        except RuntimeError:  # rung already: the thread is awake and will find the job
+            pass
+
+    def take_back(self, job: _Job) -> bool:
+        """Withdraw ``job`` if the thread has not started it; tell whether it was withdrawn."""
+        try:
+            self.jobs.remove(job)
+        except ValueError:
+            return False
+        return True
+
+
+_workers: list[_Worker] = []
+
+
+def _get_workers(count: int) -> list[_Worker]:
+    """Return ``count`` persistent workers, starting the missing ones (once per process)."""
+    if len(_workers) < count:
+        with _lock:
+            while len(_workers) < count:
+                _workers.append(_Worker(f"bcast-{len(_workers)}"))
+    return _workers[:count]
+
+
+def pool_size() -> int:
+    """Return how many worker threads this process has started (they persist; 0 at first).
+
+    >>> pool_size() >= 0
+    True
+    """
+    return len(_workers)
 
 
 def _forget_pool() -> None:
-    # In a forked child the pool's threads do not exist: start a new pool when needed.
-    global _pool, _pool_size, _lock
-    _pool, _pool_size, _lock = None, 0, threading.Lock()
+    # In a forked child the workers' threads do not exist: start new ones when needed.
+    global _lock
+    _workers.clear()
+    _lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -190,7 +258,15 @@ def run_blocks(
 
     ``worker_setup()`` returns a context manager entered by each thread around its share
     (NumPy's error state does not cross threads). The first exception raised by a task is
-    re-raised here, after every thread has stopped writing.
+    re-raised here, after every thread has stopped writing. The other threads are the
+    process's persistent workers (`pool_size`), woken by a lock release; a share no worker
+    has started by the time the caller's own share is done is taken back, not waited for.
+
+    >>> import contextlib
+    >>> seen = []
+    >>> run_blocks(seen.append, 5, 2, contextlib.nullcontext)
+    >>> sorted(seen)
+    [0, 1, 2, 3, 4]
     """
     threads = min(threads, count)
     if threads <= 1:
@@ -213,15 +289,17 @@ def run_blocks(
                     failed.append(exc)
                     return
 
-    pool = _get_pool(threads - 1)
-    futures: Sequence[Future[None]] = [pool.submit(work) for _ in range(threads - 1)]
+    workers = _get_workers(threads - 1)
+    jobs = [_Job(work) for _ in workers]
+    for worker, job in zip(workers, jobs, strict=True):
+        worker.ring(job)
     try:
         work()
     finally:
-        for future in futures:
-            # Every block is taken once the caller's share returns: a thread that has not
+        for worker, job in zip(workers, jobs, strict=True):
+            # Every block is taken once the caller's share returns: a worker that has not
             # started yet (a sleeping core wakes in tens of microseconds) is not waited for.
-            if not future.cancel():
-                future.result()
+            if not worker.take_back(job):
+                job.done.acquire()
     if failed:
         raise failed[0]

@@ -19,7 +19,7 @@ from bcast.engine import guard as _guard
 from bcast.ops import _kernels
 from bcast.ops._dtypes import FLOAT, SIGNATURES, fixed_output
 
-__all__ = ["kernel_for", "tiny_path"]
+__all__ = ["CALLS", "call_key", "kernel_for", "tiny_path"]
 
 _NDARRAY: Final = np.ndarray
 _DEFAULT_AXIS: Final = -1  # compared by identity: any other object takes the full path
@@ -57,6 +57,31 @@ _TINY: Final = {
     for op in ("add", "sub", "mul", "div", "pow", "equal", "greater", "less", "and_", "or_", "xor")
 }
 _quiet_run: Any = engine.quiet_run
+
+CALLS: Final = {op: engine.CallCache(limit=64) for op in _TINY}
+"""Each binary operator's planned calls (`bcast.engine.Call`) by call-site key (`call_key`)."""
+
+
+def call_key(a: Any, b: Any, out: Any) -> tuple[Any, ...] | None:
+    """Return the key of a call on NumPy arrays ``a``, ``b`` (and ``out``), or None if none.
+
+    The shapes, strides and dtypes of the operands and of ``out=`` (absent: none): all that
+    an operator decides before its kernel runs depends on these alone.
+
+    >>> import numpy as np
+    >>> call_key(np.ones((2, 3)), np.ones(3), None)
+    ((2, 3), (24, 8), dtype('float64'), (3,), (8,), dtype('float64'))
+    >>> call_key(np.ones(3), 1.0, None) is None
+    True
+    """
+    if type(a) is not _NDARRAY or type(b) is not _NDARRAY:
+        return None
+    key = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+    if out is None:
+        return key
+    if type(out) is not _NDARRAY:
+        return None
+    return (*key, out.shape, out.strides, out.dtype)
 
 
 # A Python int of these ranges fits every dtype of the kind, so no exact check is needed.
@@ -101,10 +126,12 @@ def tiny_path(op: str) -> Callable[[_F], _F]:
     broadcast (NumPy's own: the ufunc applies exactly the plan), a result too small for the
     memory guard or for threads (or an ``out=`` of an operand's shape and the result's
     dtype): one lookup and one quiet ufunc call. A NumPy array with a scalar that needs no
-    check (`_tiny_scalar`) takes it too. Anything else, shapes that do not broadcast
-    included, takes the operator's full path, which explains.
+    check (`_tiny_scalar`) takes it too. Larger NumPy calls of the default broadcast replay
+    the call their call site planned before (`CALLS`). Anything else, shapes that do not
+    broadcast included, takes the operator's full path, which explains (and plans).
     """
     table = _TINY[op]
+    calls = CALLS[op].lookup
     fixed = None if fixed_output(op) is None else np.dtype(fixed_output(op))
 
     def decorate(full: _F) -> _F:
@@ -149,6 +176,17 @@ def tiny_path(op: str) -> Callable[[_F], _F]:
                             pass  # no broadcast, read-only out, or a busy context
                         else:
                             return out
+                if out is None:
+                    call = calls((a.shape, a.strides, dt, b.shape, b.strides, b.dtype))
+                elif type(out) is _NDARRAY:
+                    call = calls(
+                        (a.shape, a.strides, dt, b.shape, b.strides, b.dtype,
+                         out.shape, out.strides, out.dtype)
+                    )  # fmt: skip
+                else:
+                    call = None
+                if call is not None:  # planned by an earlier call of this call site
+                    return call((a, b), out)
             elif broadcast is _NUMPY and axis is _DEFAULT_AXIS and out is None:
                 pair = _scalar_pair(a, b)
                 if pair is not None:

@@ -1,0 +1,147 @@
+"""The engine's settings: the knobs of `Settings`, changed for a ``with`` block by `settings`.
+
+How many threads work of a given size gets is decided here (`threads_for`,
+`compiled_threads_for`), from the settings, else `bcast.engine.parallel.threads`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from bcast.engine import parallel as _parallel
+
+__all__ = [
+    "Settings",
+    "compiled_threads_for",
+    "get_settings",
+    "settings",
+    "threads_for",
+    "watch",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The engine's knobs (see `settings`).
+
+    Attributes
+    ----------
+    threads : int or None
+        Threads for large work; None: `bcast.engine.parallel.threads` (``BCAST_NUM_THREADS``,
+        else the cores this process may use, at most ``OMP_NUM_THREADS``).
+    parallel_min : int
+        Work (output elements times the kernel's cost) below which NumPy's path makes one
+        call in the caller's thread (and more threads start).
+    compiled_min : int
+        Work from which kernels with a compiled form run on the compiled path (below it,
+        one NumPy call costs less than starting a walker).
+    block_bytes : int
+        Output bytes per block for kernels that pass over their output several times.
+    blocks_per_thread : int
+        Blocks per thread for one-pass kernels (more balance the load on a busy machine).
+    max_tile_bytes : int
+        Bytes that tiles of small operands may take, per call (and at most 1/32 of the
+        output's).
+    compiled_tile_bytes : int
+        ``max_tile_bytes`` for the compiled path, whose rows need not be as long as NumPy's
+        inner loops: tiles that stay in the core's own cache are faster there (the benchmark
+        ``add_midrank`` measures it).
+    compiled_thread_work : int
+        Work each thread of the compiled path must have (output elements times the kernel's
+        cost); less work takes fewer threads. Waking a sleeping core costs more than the
+        compiled kernels gain from it on small work (``benchmarks/bench_ops.py`` measures
+        where two threads start to win).
+    compiled : bool
+        Run the kernels that have a compiled form (`bcast.engine.compiled`) with it when numba is
+        installed (``BCAST_COMPILED=0`` turns it off as well).
+    compiled_wait : bool
+        Wait for a kernel to compile (or load from numba's cache) on its first use, as
+        ``BCAST_COMPILED=wait`` does; False: NumPy computes until the background has it.
+    stream_min_bytes : int or None
+        Work whose output and operands together take at least this many bytes writes its
+        output with streaming stores on the compiled path (the data cannot all stay in the
+        cache anyway); None: the size of the last-level cache (the benchmark ``add_cache``
+        measures the case at that size).
+    """
+
+    threads: int | None = None
+    parallel_min: int = 1 << 18
+    compiled_min: int = 1 << 13
+    block_bytes: int = 1 << 20
+    blocks_per_thread: int = 4
+    max_tile_bytes: int = 1 << 22
+    compiled_tile_bytes: int = 1 << 18
+    compiled_thread_work: int = 1 << 20
+    compiled: bool = True
+    compiled_wait: bool = False
+    stream_min_bytes: int | None = None
+
+
+_settings = Settings()
+
+
+def get_settings() -> Settings:
+    """Return the settings in force."""
+    return _settings
+
+
+@contextmanager
+def settings(**changes: Any) -> Iterator[Settings]:
+    """Change the engine's `Settings` for a ``with`` block (process-wide), then restore them.
+
+    >>> import bcast.engine
+    >>> with bcast.engine.settings(threads=1) as s:
+    ...     s.threads
+    1
+    """
+    global _settings
+    saved = _settings
+    _settings = replace(saved, **changes)
+    _changed()
+    try:
+        yield _settings
+    finally:
+        _settings = saved
+        _changed()
+
+
+_watchers: list[Callable[[], None]] = []
+
+
+def watch(callback: Callable[[], None]) -> None:
+    """Call ``callback()`` whenever the settings change (entering or leaving `settings`).
+
+    What was decided under the old settings (the engine's call plans) is forgotten so.
+    """
+    _watchers.append(callback)
+
+
+def _changed() -> None:
+    for callback in _watchers:
+        callback()
+
+
+def threads_for(work: float) -> int:
+    """Return the threads NumPy's path gives work of this size (output elements times cost).
+
+    >>> with settings(threads=4, parallel_min=100):
+    ...     threads_for(50), threads_for(250), threads_for(10**6)
+    (1, 2, 4)
+    """
+    chosen = _settings.threads
+    if chosen is None:
+        chosen = _parallel.threads()
+    return max(1, min(chosen, int(work // max(1, _settings.parallel_min)) or 1))
+
+
+def compiled_threads_for(work: float) -> int:
+    """Return at most how many threads the compiled path gives work of this size.
+
+    >>> with settings(compiled_thread_work=1000):
+    ...     compiled_threads_for(999), compiled_threads_for(5000)
+    (1, 5)
+    """
+    return max(1, int(work // max(1, _settings.compiled_thread_work)))

@@ -1,0 +1,237 @@
+"""A compiled walk planned once and run on the arrays of each call (`Walk`, `Runner`).
+
+`bcast.engine.compiled` plans a walk per operation and layout (`Walk`: the walker's stride
+tables, its tiles' recipes) and hands it, with the walker and the entry it resolved, to a
+`Runner`. What a call of the same layout still has to do is what only its arrays know: their
+addresses, whether they are aligned and overlap, and the values of the tiles. The compiled
+entry (`bcast.engine.numba_entry.enter`) does that in one call; while it compiles in the
+background, the runner does it in Python.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bcast.engine import layout as _layout
+
+__all__ = ["Runner", "Walk"]
+
+_READY = 0  # bcast.engine.numba_entry.READY (that module imports numba)
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """What a walk over arrays of one layout needs, but their addresses and tiles' values."""
+
+    tiles: tuple[_layout.Tile, ...]
+    dtypes: tuple[np.dtype[Any], ...]  # as the walker reads them, four
+    steps: np.ndarray[Any, Any]  # (4, MAX_RANK) strides in elements; the walker only reads
+    lengths: np.ndarray[Any, Any]  # (MAX_RANK,) the output's shape; likewise
+    rows: int
+    row_bytes: int
+
+
+Kinds = tuple[tuple[int, int], ...]
+"""The itemsize and number of dimensions of the output and three operands (an entry's types)."""
+
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+class Runner:
+    """One operation's walk over arrays of one layout, ready for the arrays of each call.
+
+    ``runner(out, operands) -> bool`` computes ``out`` from arrays of the layout, dtypes and
+    ranks it was prepared for (`bcast.engine.compiled.prepare`; the compiled entry reads the
+    arrays as those types, so it must be given exactly those), and tells whether it did. It
+    does not (False, nothing written) when the walker does not take the layout (``walk`` is
+    None: a negative or uneven stride, an output not contiguous in its inner axis, too many
+    axes), an array is off its natural alignment, the output overlaps an operand other than
+    element for element, the walker is still compiling in the background (or numba could
+    not compile it), or another thread is running this runner: the caller then uses NumPy.
+
+    ``find_walker()`` and ``find_entry()`` return the compiled walker (its operation bound)
+    and entry, or None while they compile. ``run_blocks(task, count, threads)`` runs
+    ``task(i)`` for ``i < count`` on that many threads, one walker each; the walkers claim
+    ``chunk`` rows at a time from a shared counter.
+    """
+
+    __slots__ = (
+        "_buffers",
+        "_busy",
+        "_chunk",
+        "_claimed",
+        "_enter",
+        "_find_entry",
+        "_find_walker",
+        "_go",
+        "_held",
+        "_run_blocks",
+        "_tiles",
+        "_where",
+        "name",
+        "stream",
+        "threads",
+        "walk",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        walk: Walk | None,
+        kinds: Kinds,
+        *,
+        threads: int,
+        stream: bool,
+        chunk: int,
+        run_blocks: Callable[[Callable[[int], None], int, int], None],
+        find_walker: Callable[[], Any],
+        find_entry: Callable[[], Any],
+    ) -> None:
+        self.name = name
+        self.walk = walk
+        self.threads = threads if walk is None else max(1, min(threads, walk.rows))
+        self.stream = stream
+        self._chunk = chunk
+        self._run_blocks = run_blocks
+        self._find_walker = find_walker
+        self._find_entry = find_entry
+        self._busy = threading.Lock()
+        # The addresses of the output and three operands, then the rows handed out so far
+        # (the walkers share the counter; the entry zeroes it).
+        self._where = np.zeros(5, np.int64)
+        self._claimed = self._where[4:]
+        self._held: list[Any] = []  # this call's tiles, on the Python path
+        # The entry fills tiles it owns: buffers that live as long as the runner.
+        self._tiles, self._buffers = _tile_table(walk, kinds)
+        self._go: Callable[[], None] | None = None
+        self._enter: Any = None
+        if walk is not None:  # both asked for (queued for the background) now
+            self._enter = find_entry()
+            self._resolve()
+
+    def _resolve(self) -> bool:
+        """Find the walker and the entry (queueing each for the background); tell if ready."""
+        walk = self.walk
+        if walk is None:
+            return False
+        if self._go is None:
+            walker = self._find_walker()
+            if walker is None:
+                return False
+            self._go = _bind(walker, self._where, walk, self._claimed, self._chunk, self.stream)
+        if self._enter is None:
+            self._enter = self._find_entry()
+        return True
+
+    def _run(self, out: np.ndarray[Any, Any], operands: Sequence[Any]) -> bool:
+        """Compute ``out`` from ``operands`` if the walk can; tell whether it did."""
+        go, enter = self._go, self._enter
+        if go is None or enter is None:
+            return self._call_in_python(out, operands)
+        if not self._busy.acquire(False):
+            return False
+        try:
+            x, count = operands[0], len(operands)
+            if count == 2:
+                ready = enter(self._where, self._tiles, out, x, operands[1], x)
+            elif count == 3:
+                ready = enter(self._where, self._tiles, out, x, operands[1], operands[2])
+            else:
+                ready = enter(self._where, self._tiles, out, x, x, x)
+            if ready != _READY:
+                return False
+            if self.threads == 1:
+                go()
+            else:
+                self._run_blocks(lambda i: go(), self.threads, self.threads)
+        finally:
+            self._busy.release()
+        return True
+
+    __call__ = _run
+
+    def _call_in_python(self, out: np.ndarray[Any, Any], operands: Sequence[Any]) -> bool:
+        """Run while the walker or the entry compiles (or where numba cannot compile it)."""
+        if not self._resolve():
+            return False
+        if self._enter is not None:
+            return self._run(out, operands)
+        go = self._go
+        if go is None or not self._busy.acquire(False):
+            return False
+        try:
+            if not self._enter_in_python(out, operands):
+                return False
+            self._where[4] = 0
+            if self.threads == 1:
+                go()
+            else:
+                self._run_blocks(lambda i: go(), self.threads, self.threads)
+        finally:
+            self._held = []
+            self._busy.release()
+        return True
+
+    def _enter_in_python(self, out: np.ndarray[Any, Any], operands: Sequence[Any]) -> bool:
+        """Do what the compiled entry does, while it compiles: checks, tiles, addresses."""
+        assert self.walk is not None
+        bases = [out, *operands]
+        if not all(a.flags.aligned for a in bases):
+            return False  # numba's loads and stores assume naturally aligned elements
+        for x in operands:
+            if np.may_share_memory(out, x) and not _same_elements(out, x):
+                return False
+        for tile in self.walk.tiles:  # the layout is known; the tiles' values are this call's
+            bases[tile[0]] = _layout.make_tile(bases[tile[0]], tile)
+        self._held = bases  # alive until the walk is done
+        addresses = [a.__array_interface__["data"][0] for a in bases]
+        self._where[:4] = addresses + addresses[1:2] * (4 - len(addresses))
+        return True
+
+
+def _bind(
+    walker: Any, where: Any, walk: Walk, claimed: Any, chunk: int, stream: bool
+) -> Callable[[], None]:
+    """Return ``go()``: the walker called on these arrays (a partial: no Python frame)."""
+    return functools.partial(
+        walker, where[:4], *walk.dtypes, walk.steps, walk.lengths, claimed, chunk, stream
+    )
+
+
+def _same_elements(out: np.ndarray[Any, Any], x: np.ndarray[Any, Any]) -> bool:
+    return (
+        x.shape == out.shape
+        and x.strides == out.strides
+        and x.dtype == out.dtype
+        and x.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+    )
+
+
+def _tile_table(
+    walk: Walk | None, kinds: Kinds
+) -> tuple[np.ndarray[Any, Any], list[np.ndarray[Any, Any]]]:
+    """Return the entry's table of tiles (`bcast.engine.numba_entry.enter`) and their buffers.
+
+    A row: the operand, the rank of the part a tile copies, the tile's address, that part's
+    shape (the axes a tile does not stretch over kept at length 1) and its strides in bytes.
+    """
+    recipes = () if walk is None else walk.tiles
+    width = max([len(recipe[1]) for recipe in recipes], default=0)
+    table = np.zeros((len(recipes), 3 + 2 * width), np.int64)
+    buffers = []
+    for row, (j, shape, strides, keep, _) in zip(table, recipes, strict=True):
+        rank = len(shape)
+        kept = [1 if i < len(keep) and keep[i].stop == 1 else n for i, n in enumerate(shape)]
+        buffer = np.empty(math.prod(kept), _WORDS[kinds[j][0]])  # bits: the walker's dtype
+        buffers.append(buffer)
+        row[:3] = (j, rank, buffer.__array_interface__["data"][0])
+        row[3 : 3 + rank] = kept
+        row[3 + rank : 3 + 2 * rank] = strides
+    return table, buffers
