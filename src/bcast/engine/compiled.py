@@ -324,16 +324,10 @@ def _compile(key: tuple[Any, ...]) -> Any:
     if not _loaded():
         return None
     _queue_wanted()
-    try:
-        return _state["kernels"].walker(key[0], list(key[1:]))
-    except Exception as exc:  # numba failing beyond what it reports: NumPy's path
-        warnings.warn(
-            f"bcast: numba could not compile {key[0]}; NumPy computes it "
-            f"({type(exc).__name__}: {exc})",
-            RuntimeWarning,
-            stacklevel=1,
-        )
-        return None
+    return _or_warn(
+        lambda: _state["kernels"].walker(key[0], list(key[1:])),
+        f"bcast: numba could not compile {key[0]}; NumPy computes it",
+    )
 
 
 _kernels: Final = _background.Resolver(_compile, name="bcast-compile")
@@ -356,15 +350,22 @@ def _compile_entry(kinds: tuple[tuple[int, int], ...]) -> Any:
     """Compile the entry for arrays of these kinds (or load it); None if numba cannot."""
     if not _loaded():
         return None
+    return _or_warn(  # the walker's Python front computes what the entry would
+        lambda: _state["kernels"].compile_entry(kinds),
+        f"bcast: numba could not compile the entry for {kinds}; Python prepares each walk instead",
+    )
+
+
+def _or_warn(compile_it: Callable[[], Any], message: str) -> Any:
+    """Return what ``compile_it`` makes, or None with a warning where numba fails.
+
+    numba can fail beyond what it reports (an LLVM error, a cache it cannot read): the
+    caller then takes its slower path, which gives the same results.
+    """
     try:
-        return _state["kernels"].compile_entry(kinds)
-    except Exception as exc:  # the walker's Python front computes what the entry would
-        warnings.warn(
-            f"bcast: numba could not compile the entry for {kinds}; Python prepares each "
-            f"walk instead ({type(exc).__name__}: {exc})",
-            RuntimeWarning,
-            stacklevel=1,
-        )
+        return compile_it()
+    except Exception as exc:
+        warnings.warn(f"{message} ({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=1)
         return None
 
 

@@ -22,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-__all__ = ["Axis", "Tile", "arrange", "blocks", "make_tile", "walk_axes"]
+__all__ = ["Axis", "Tile", "arrange", "blocks", "make_tile", "same_elements", "walk_axes"]
 
 INNER_MIN: Final = 8192
 """An inner loop shorter than this (elements) is lengthened by tiling, where possible.
@@ -285,3 +285,16 @@ def blocks(shape: tuple[int, ...], block_elements: int) -> list[tuple[Any, ...]]
         for outer in itertools.product(*(range(m) for m in shape[:axis]))
         for r in ranges
     ]
+
+
+def same_elements(out: np.ndarray[Any, Any], view: np.ndarray[Any, Any]) -> bool:
+    """Tell whether ``view`` reads, for each output element, exactly that element of ``out``.
+
+    Then a block reads only what it writes itself, and splitting is safe.
+    """
+    return (
+        view.shape == out.shape
+        and view.strides == out.strides
+        and view.dtype == out.dtype
+        and view.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+    )

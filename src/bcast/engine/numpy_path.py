@@ -22,6 +22,7 @@ from bcast.engine import config, guard
 from bcast.engine import layout as _layout
 from bcast.engine import parallel as _parallel
 from bcast.engine.kernel import Kernel
+from bcast.engine.layout import same_elements
 from bcast.engine.runner import Runner
 
 __all__ = [
@@ -130,19 +131,6 @@ def run_numpy(
         return out
     compute(kernel, out, views, compiled=compiled)
     return out
-
-
-def same_elements(out: np.ndarray[Any, Any], view: np.ndarray[Any, Any]) -> bool:
-    """Tell whether ``view`` reads, for each output element, exactly that element of ``out``.
-
-    Then a block reads only what it writes itself, and splitting is safe.
-    """
-    return (
-        view.shape == out.shape
-        and view.strides == out.strides
-        and view.dtype == out.dtype
-        and view.__array_interface__["data"][0] == out.__array_interface__["data"][0]
-    )
 
 
 def compute(

@@ -186,7 +186,7 @@ class Runner:
         if not all(a.flags.aligned for a in bases):
             return False  # numba's loads and stores assume naturally aligned elements
         for x in operands:
-            if np.may_share_memory(out, x) and not _same_elements(out, x):
+            if np.may_share_memory(out, x) and not _layout.same_elements(out, x):
                 return False
         for tile in self.walk.tiles:  # the layout is known; the tiles' values are this call's
             bases[tile[0]] = _layout.make_tile(bases[tile[0]], tile)
@@ -202,15 +202,6 @@ def _bind(
     """Return ``go()``: the walker called on these arrays (a partial: no Python frame)."""
     return functools.partial(
         walker, where[:4], *walk.dtypes, walk.steps, walk.lengths, claimed, chunk, stream
-    )
-
-
-def _same_elements(out: np.ndarray[Any, Any], x: np.ndarray[Any, Any]) -> bool:
-    return (
-        x.shape == out.shape
-        and x.strides == out.strides
-        and x.dtype == out.dtype
-        and x.__array_interface__["data"][0] == out.__array_interface__["data"][0]
     )
 
 
