@@ -21,13 +21,15 @@ a's sizes and 1. No general solver is needed for these forms (see docs/domain.md
 from __future__ import annotations
 
 import math
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from bcast.core.arithmetic import cancelled, expanded, factors, plus, product
 from bcast.core.conditions import Condition, readable
 from bcast.core.dim import Dim
+from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.models.domain import (
     BoundRecord,
@@ -50,6 +52,7 @@ from bcast.models.domain_terms import (
     ONE_WAY_TARGET,
     Dims,
     Solver,
+    Test,
     column_of,
     column_test,
     grid_boxes,
@@ -278,14 +281,21 @@ def _count(
     if not free <= dims.inputs:
         return  # a dim the user does not control (ONNX's unk__): not a requirement on inputs
 
-    def test(bindings: Mapping[str, int]) -> bool | None:
-        have, wanted = left.evaluate(bindings), right.evaluate(bindings)
-        return None if have is None or wanted is None else have == wanted
-
     words = f"{left} must equal {right}"
     by = Imposed(record.node, record.op, None, f"Reshape: {words} (element counts)")
+    test = _compared(left, right, operator.eq)
     constants = [*left.constants, *right.constants]
     impose(by, free, test, constants, words, solver, requirements, failed, others)
+
+
+def _compared(left: Expr, right: Expr, holds: Callable[[int, int], bool]) -> Test:
+    """Return the test that ``holds(left, right)`` at a point (None where a dim is unbound)."""
+
+    def test(bindings: Mapping[str, int]) -> bool | None:
+        a, b = left.evaluate(bindings), right.evaluate(bindings)
+        return None if a is None or b is None else holds(a, b)
+
+    return test
 
 
 def _index(
@@ -307,14 +317,10 @@ def _index(
         return  # a dim the user does not control: not a requirement on inputs
     rows, room = cancelled(record.rows, size)
     free = rows.symbols | room.symbols
-
-    def test(bindings: Mapping[str, int]) -> bool | None:
-        need, have = rows.evaluate(bindings), room.evaluate(bindings)
-        return None if need is None or have is None else need <= have
-
     words = f"{rows} must be at most {room}"
     reason = f"indices up to {expanded(plus(record.rows, -1))} read {size} rows: {words}"
     by = Imposed(record.node, record.op, None, reason)
+    test = _compared(rows, room, operator.le)
     constants = [*rows.constants, *room.constants]
     impose(by, free, test, constants, words, solver, requirements, failed, others)
 
