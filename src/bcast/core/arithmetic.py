@@ -34,8 +34,11 @@ __all__ = [
     "product",
     "register_expression",
     "reshape_output",
+    "sliced",
     "total",
+    "transposed",
     "window_dim",
+    "windowed_shape",
 ]
 
 _BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
@@ -178,6 +181,88 @@ def window_dim(
         return ceiling_div(size, stride)
     span = (kernel - 1) * dilation + 1
     return plus(floor_div(plus(size, pads - span), stride), 1)
+
+
+def windowed_shape(
+    x: Shape,
+    channels: Dim,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+    same: bool,
+    expressions: dict[str, Expr],
+) -> Shape:
+    """Return a Conv's or pooling's output ``[N, channels, spatial...]`` (``x`` of rank 3+).
+
+    Each spatial dim is `window_dim` of the input's, written as an expression (recorded in
+    ``expressions``); ``pads`` are each axis's total; ``?`` where it cannot be written.
+
+    >>> found = {}
+    >>> out = windowed_shape(Shape.parse("[N,3,h]"), Dim(8), [2], [2], [1], [0], False, found)
+    >>> str(out.dims[1]), str(found[out.dims[2].name])
+    ('8', '(h - 2)//2 + 1')
+    """
+    out = [x.dims[0], channels]
+    for i, dim in enumerate(x.dims[2:]):
+        size = expr_of(dim, expressions)
+        found = (
+            None
+            if size is None
+            else window_dim(size, kernel[i], strides[i], dilations[i], pads[i], same=same)
+        )
+        out.append(Dim.unknown() if found is None else expression_dim(found, expressions))
+    return Shape(out)
+
+
+def transposed(data: Shape, perm: Sequence[int] | None) -> Shape | None:
+    """Return ``data`` with its axes in ``perm``'s order (reversed where ``perm`` is empty).
+
+    None where the rank is unknown or ``perm`` is no permutation of the axes.
+
+    >>> str(transposed(Shape.parse("[b,s,4]"), [0, 2, 1]))
+    '[b,4,s]'
+    >>> str(transposed(Shape.parse("[a,b]"), []))
+    '[b,a]'
+    >>> transposed(Shape.parse("[a,b]"), [0, 0]) is None
+    True
+    """
+    if data.rank is None or perm is None:
+        return None
+    order = [int(p) for p in perm] if perm else list(range(data.rank))[::-1]
+    if sorted(order) != list(range(data.rank)):
+        return None
+    return Shape(data.dims[p] for p in order)
+
+
+def sliced(data: Shape, axis: int, end: Dim | int, expressions: dict[str, Expr]) -> Shape | None:
+    """Return ``data[:end]`` along ``axis`` (negative counts from the last), a static dim there.
+
+    A stop past the end keeps the whole dim (Slice clamps); a dim stop gives ``Min(size,
+    stop)``, recorded in ``expressions``: exporters slice a 64-row buffer to ``seq``. None
+    where the axis is out of range, its dim not static, or the stop negative.
+
+    >>> found = {}
+    >>> out = sliced(Shape.parse("[1,64]"), -1, Dim.symbol("seq"), found)
+    >>> str(found[out.dims[1].name]), str(sliced(Shape.parse("[1,64]"), 1, 100, found))
+    ('Min(64, seq)', '[1,64]')
+    """
+    if data.rank is None:
+        return None
+    at = axis + data.rank if axis < 0 else axis
+    if not 0 <= at < data.rank or not data.dims[at].is_static:
+        return None
+    size = data.dims[at].lo
+    if not isinstance(end, Dim):
+        if end < 0:
+            return None
+        kept = Dim(min(size, end))
+    else:
+        found = expr_of(end, expressions)
+        if found is None:
+            return None
+        kept = expression_dim(Expr("Min", (Expr("int", value=size), found)), expressions)
+    return Shape((*data.dims[:at], kept, *data.dims[at + 1 :]))
 
 
 def named_dim(name: str) -> Dim:

@@ -20,14 +20,16 @@ from bcast.core.arithmetic import (
     expression_dim,
     product,
     reshape_output,
-    window_dim,
+    sliced,
+    transposed,
+    windowed_shape,
 )
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.models import Graph
-from bcast.onnx.protos import DEFAULT_DOMAINS, attribute, symbol
+from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
 from bcast.onnx.values import Value
 
 __all__ = ["own_shapes"]
@@ -100,7 +102,7 @@ def own_shapes(
     if op in _KEEPS_SHAPE:
         return [inputs[0]]
     if op == "Transpose":
-        return [_transpose(proto, inputs[0])]
+        return [transposed(inputs[0], attribute(proto, "perm", None) or [])]
     if op == "Slice" and len(inputs) > 2:
         return [_slice(graph, proto, inputs[0], tensors)]
     if op == "Range" and len(inputs) == 3:
@@ -114,15 +116,6 @@ def own_shapes(
     if op == "Flatten":
         return [_flatten(proto, inputs[0], expressions)]
     return None
-
-
-def _transpose(proto: onnx.NodeProto, data: Shape) -> Shape | None:
-    if data.rank is None:
-        return None
-    perm = attribute(proto, "perm", None) or list(range(data.rank))[::-1]
-    if sorted(int(p) for p in perm) != list(range(data.rank)):
-        return None
-    return Shape(data.dims[int(p)] for p in perm)
 
 
 def _ml_shapes(proto: onnx.NodeProto, inputs: Sequence[Shape]) -> list[Shape] | None:
@@ -168,14 +161,9 @@ def _slice(
     axis, start, end, step = axes[0], starts[0], ends[0], steps[0]
     if not isinstance(axis, int) or isinstance(axis, bool) or step != 1 or start != 0:
         return None
-    axis = axis + data.rank if axis < 0 else axis
-    if not 0 <= axis < data.rank or not isinstance(end, Dim) or end.name is None:
-        return None
-    size = data.dims[axis]
-    if not size.is_static:
-        return None
-    named = symbol(f"Min({size.lo}, {end.name})", frozenset(), graph.expressions)
-    return Shape((*data.dims[:axis], named, *data.dims[axis + 1 :]))
+    if not isinstance(end, Dim) or end.name is None:
+        return None  # a constant end: ONNX's inference sizes it
+    return sliced(data, axis, end, graph.expressions)
 
 
 def _range(proto: onnx.NodeProto, tensors: Mapping[str, Value]) -> Shape | None:
@@ -225,23 +213,11 @@ def _windowed(
         return None
     if len(pads) != 2 * spatial:
         return None
-    out = [x.dims[0], channels]
-    for i, dim in enumerate(x.dims[2:]):
-        size = expr_of(dim, expressions)
-        found = (
-            None
-            if size is None
-            else window_dim(
-                size,
-                int(kernel[i]),
-                int(strides[i]),
-                int(dilations[i]),
-                int(pads[i]) + int(pads[i + spatial]) if auto_pad == "NOTSET" else 0,
-                same=auto_pad.startswith("SAME"),
-            )
-        )
-        out.append(Dim.unknown() if found is None else expression_dim(found, expressions))
-    return Shape(out)
+    same = auto_pad.startswith("SAME")
+    totals = [0 if auto_pad != "NOTSET" else int(pads[i]) + int(pads[i + spatial])
+              for i in range(spatial)]  # fmt: skip
+    k, s, d = ([int(v) for v in values] for values in (kernel, strides, dilations))
+    return windowed_shape(x, channels, k, s, d, totals, same, expressions)
 
 
 def _flatten(

@@ -17,10 +17,10 @@ from typing import Final
 
 from bcast.core.arithmetic import (
     concat_output,
-    expr_of,
-    expression_dim,
     reshape_output,
-    window_dim,
+    sliced,
+    transposed,
+    windowed_shape,
 )
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
@@ -85,7 +85,7 @@ def ir_shapes(
     if op == "Concat":
         return [concat_output(node.axis, inputs, graph.expressions)]
     if op == "Transpose" and len(node.inputs) > 1:
-        return [_transpose(x, graph.constants.get(node.inputs[1]))]
+        return [transposed(x, graph.constants.get(node.inputs[1]))]
     if op == "MatMul" and len(inputs) == 2:
         return [_matmul(x, inputs[1], node.trans_a, node.trans_b)]
     if op == "ScaledDotProductAttention" and len(inputs) >= 3 and inputs[2].rank:
@@ -188,28 +188,10 @@ def _windowed(
         return None
     if min(kernel + strides + dilations) < 1:
         return None  # OpenVINO refuses the layer: nothing to derive
-    out = [x.dims[0], channels if channels is not None else Dim.unknown()]
-    for i, dim in enumerate(x.dims[2:]):
-        size = expr_of(dim, expressions)
-        pads = 0 if auto_pad == "valid" else begin[i] + end[i]
-        found = (
-            None
-            if size is None
-            else window_dim(
-                size, kernel[i], strides[i], dilations[i], pads, same=auto_pad.startswith("same")
-            )
-        )
-        out.append(Dim.unknown() if found is None else expression_dim(found, expressions))
-    return Shape(out)
-
-
-def _transpose(data: Shape, perm: tuple[int, ...] | None) -> Shape | None:
-    if data.rank is None or perm is None:
-        return None
-    order = list(perm) if perm else list(range(data.rank))[::-1]
-    if sorted(order) != list(range(data.rank)):
-        return None
-    return Shape(data.dims[p] for p in order)
+    totals = [0 if auto_pad == "valid" else begin[i] + end[i] for i in range(spatial)]
+    width = channels if channels is not None else Dim.unknown()
+    same = auto_pad.startswith("same")
+    return windowed_shape(x, width, kernel, strides, dilations, totals, same, expressions)
 
 
 def track_values(node: Node, inputs: Sequence[Shape], tensors: dict[str, Value]) -> None:
@@ -301,15 +283,4 @@ def _slice(data: Shape, ins: list[Value | None], expressions: dict[str, Expr]) -
         return None
     if len(stop) != 1 or len(axes) != 1 or type(axes[0]) is not int:
         return None
-    axis = axes[0] + data.rank if axes[0] < 0 else axes[0]
-    if not 0 <= axis < data.rank or not data.dims[axis].is_static:
-        return None
-    size, end = data.dims[axis].lo, stop[0]
-    if not isinstance(end, Dim):
-        kept: Dim = Dim(min(size, end)) if end >= 0 else Dim.unknown()
-    else:
-        found = expr_of(end, expressions)
-        if found is None:
-            return None
-        kept = expression_dim(Expr("Min", (Expr("int", value=size), found)), expressions)
-    return Shape((*data.dims[:axis], kept, *data.dims[axis + 1 :]))
+    return sliced(data, axes[0], stop[0], expressions)
