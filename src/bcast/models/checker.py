@@ -16,7 +16,7 @@ from typing import Final
 
 from bcast.core.arithmetic import expr_of, expression_dim
 from bcast.core.conditions import SEARCHED
-from bcast.core.dim import Dim, intersect_dims
+from bcast.core.dim import intersect_dims
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape, informative, more_named, more_precise
@@ -305,21 +305,30 @@ def _settled(result: Shape, operands: Sequence[Shape], expressions: dict[str, Ex
         exprs = [e for e in found if e is not None]
         if not exprs or len(exprs) != len(found):
             continue
-        winner = _always_largest(kept, exprs)
-        if winner is not None:
-            dims[axis] = winner
-            continue
-        flat = [a for e in exprs for a in (e.args if e.op == "Max" else (e,))]
-        distinct = list(dict.fromkeys(flat))
-        # Min(64, seq) never exceeds seq: Max(seq, mask, Min(64, seq)) is Max(seq, mask).
-        kept_args = [
-            e
-            for i, e in enumerate(distinct)
-            if not any(j != i and _never_below(o, e) for j, o in enumerate(distinct))
-        ]
-        if len(kept_args) > 1:
-            dims[axis] = expression_dim(Expr("Max", tuple(kept_args)), expressions)
+        largest = _largest_of(exprs)
+        named = {e: d for d, e in reversed(list(zip(kept, exprs, strict=True)))}
+        if len(largest) == 1:  # the largest at every size: that operand's dim names it
+            dims[axis] = named.get(largest[0]) or expression_dim(largest[0], expressions)
+        elif largest:
+            dims[axis] = expression_dim(Expr("Max", tuple(largest)), expressions)
     return Shape(dims)
+
+
+def _largest_of(exprs: Sequence[Expr]) -> list[Expr]:
+    """Return the expressions that can be the largest, ``Max`` unpacked.
+
+    Repeats are dropped, and so is one that another is never below (``Min(64, seq)``
+    beside ``seq``; of two always equal, the first stays).
+    """
+    flat = list(dict.fromkeys(a for e in exprs for a in (e.args if e.op == "Max" else (e,))))
+    return [
+        e
+        for i, e in enumerate(flat)
+        if not any(
+            j != i and _never_below(o, e) and (j < i or not _never_below(e, o))
+            for j, o in enumerate(flat)
+        )
+    ]
 
 
 def _never_below(big: Expr, small: Expr) -> bool:
@@ -341,20 +350,6 @@ def _two_way(node: Node) -> bool:
     if node.rule is Rule.MULTIDIRECTIONAL:
         return node.mode is not Mode.NONE
     return node.rule in (Rule.ELEMENTWISE, Rule.SELECT) and node.mode is Mode.NUMPY
-
-
-def _always_largest(kept: Sequence[Dim], exprs: Sequence[Expr]) -> Dim | None:
-    """Return the dim of ``kept`` that is the largest at every size of their one symbol."""
-    free = frozenset().union(*(e.symbols for e in exprs))
-    if len(free) != 1:
-        return None
-    (symbol,) = free
-    top = min(SEARCHED, 2 * max((abs(c) for e in exprs for c in e.constants), default=0) + 64)
-    rows = [[e.evaluate({symbol: v}) for e in exprs] for v in range(1, top + 1)]
-    for k, candidate in enumerate(kept):
-        if all(row[k] is not None and row[k] == max(x or 0 for x in row) for row in rows):
-            return candidate
-    return None
 
 
 def _filled(
