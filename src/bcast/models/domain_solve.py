@@ -25,6 +25,7 @@ import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Final
 
 from bcast.core.arithmetic import cancelled, expanded, factors, plus, product
 from bcast.core.conditions import Condition, readable
@@ -90,20 +91,8 @@ def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, in
     failed: list[Imposed] = []
     searched: dict[object, Sizes] = {}
     for record in records:
-        if isinstance(record, ProductRecord):
-            _product(dims, record, solver, others, requirements, failed)
-            continue
-        if isinstance(record, CountRecord):
-            _count(dims, record, solver, others, requirements, failed)
-            continue
-        if isinstance(record, BoundRecord):
-            _bound(dims, record, solver, requirements, failed)
-            continue
-        if isinstance(record, IndexRecord):
-            _index(dims, record, solver, others, requirements, failed)
-            continue
-        if isinstance(record, WindowRecord):
-            _window(dims, record, solver, others, requirements)
+        if not isinstance(record, PlanRecord):  # what an operator that carries dims requires
+            _REQUIRES[type(record)](dims, record, solver, others, requirements, failed)
             continue
         if record.plan is None:
             at = Imposed(
@@ -329,6 +318,7 @@ def _bound(
     dims: Dims,
     record: BoundRecord,
     solver: Solver,
+    others: list[Relation],
     requirements: list[Requirement],
     failed: list[Imposed],
 ) -> None:
@@ -344,12 +334,8 @@ def _bound(
         f"fails when {shown} > {room}"
     )
     by = Imposed(record.node, record.op, None, reason)
-
-    def test(bindings: Mapping[str, int]) -> bool | None:
-        count = dims.value(record.count, bindings)
-        return None if count is None else count <= room
-
-    impose(by, free, test, [room], reason, solver, requirements, failed, None)
+    test = _compared(dims.expr(record.count), Expr("int", value=room), operator.le)
+    impose(by, free, test, [room], reason, solver, requirements, failed, None)  # one dim
 
 
 def _window(
@@ -358,6 +344,7 @@ def _window(
     solver: Solver,
     others: list[Relation],
     requirements: list[Requirement],
+    failed: list[Imposed],
 ) -> None:
     """Require a Conv's or pooling's window to fit: each spatial output dim at least 1."""
     free = dims.symbols(record.size)
@@ -371,11 +358,18 @@ def _window(
         f"output size {shown} must be at least 1: the window must fit the input",
     )
 
-    def test(bindings: Mapping[str, int]) -> bool | None:
-        size = shown.evaluate(bindings)
-        return None if size is None else size >= 1
+    test = _compared(shown, Expr("int", value=1), operator.ge)
+    impose(by, free, test, shown.constants, f"{shown} >= 1", solver, requirements, failed, others)
 
-    impose(by, free, test, shown.constants, f"{shown} >= 1", solver, requirements, [], others)
+
+_REQUIRES: Final[dict[type, Callable[..., None]]] = {
+    ProductRecord: _product,
+    CountRecord: _count,
+    BoundRecord: _bound,
+    IndexRecord: _index,
+    WindowRecord: _window,
+}
+"""How each record of an operator that carries dims becomes requirements."""
 
 
 def _with_boxes(relations: list[Relation], solver: Solver) -> list[Relation]:
