@@ -174,16 +174,14 @@ def prepare(
     aligned = plan.mode is Mode.NUMPY or all(v.shape == x.shape for v, x in pairs)
     target = out if out is not None else allocate(op, shape, dtype)
     work = target.size * kernel.cost
-    settings = config.get_settings()
+    try_compiled, split = config.route(kernel.blockwise, target.size, work, config.get_settings())
     runner = None
-    if kernel.blockwise and target.size and work >= settings.compiled_min:
+    if try_compiled:
         runner = compiled_runner(kernel, target, views, work, operands if aligned else views)
     if runner is not None and runner.walk is not None and aligned:
         how = _COMPILED
-    elif not kernel.blockwise or target.size == 0 or work < settings.parallel_min:
-        how = _ONE
     else:
-        how = _BLOCKS
+        how = _BLOCKS if split else _ONE
     return Call(op, plan, kernel, shape, dtype, how, runner, aligned)
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "Settings",
     "compiled_threads_for",
     "get_settings",
+    "route",
     "settings",
     "threads_for",
     "watch",
@@ -122,6 +123,24 @@ def watch(callback: Callable[[], None]) -> None:
 def _changed() -> None:
     for callback in _watchers:
         callback()
+
+
+def route(blockwise: bool, size: int, work: float, settings: Settings) -> tuple[bool, bool]:
+    """Return whether work of this size tries the compiled walk, and whether it is split.
+
+    Only a kernel that can be split into blocks (``blockwise``) and a non-empty result go
+    either way: from ``compiled_min`` the compiled walk is tried, from ``parallel_min``
+    NumPy's path splits the work into blocks on threads. The plain call and the planned
+    call (`bcast.engine.calls`) decide by this alone.
+
+    >>> route(True, 10, 10.0, Settings(compiled_min=8, parallel_min=100))
+    (True, False)
+    >>> route(False, 10**6, 1e6, Settings())
+    (False, False)
+    """
+    if not blockwise or size == 0:
+        return False, False
+    return work >= settings.compiled_min, work >= settings.parallel_min
 
 
 def threads_for(work: float) -> int:

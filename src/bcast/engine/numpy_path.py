@@ -139,14 +139,12 @@ def compute(
     """Write the kernel's result into ``out``: one call, the compiled path, or blocks."""
     work = out.size * kernel.cost
     settings = config.get_settings()
-    if not kernel.blockwise or out.size == 0:
-        quietly(kernel.numpy, out, *views)
-        return
-    if compiled and work >= settings.compiled_min:
+    try_compiled, split = config.route(kernel.blockwise, out.size, work, settings)
+    if compiled and try_compiled:
         runner = compiled_runner(kernel, out, views, work)
         if runner is not None and runner(out, views):
             return
-    if work < settings.parallel_min:
+    if not split:
         quietly(kernel.numpy, out, *views)
         return
     if kernel.precheck is not None:
