@@ -146,6 +146,8 @@ def _wrapped(line: str, width: int | None) -> list[str]:
 
     >>> _wrapped("seq  1..64    <- add (Add, axis 1): s <= 64; mul (Mul): t", 30)
     ['seq  1..64', '    <- add (Add, axis 1): s <=', '       64', '    <- mul (Mul): t']
+    >>> _wrapped("h  8..    <- /model/a_long_node/Conv (Conv): fits", 20)[1]
+    '    <- /model/a_long_node/Conv'
     """
     if width is None or len(line) <= width:
         return [line]
@@ -154,9 +156,9 @@ def _wrapped(line: str, width: int | None) -> list[str]:
         width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
     )
     out = fit.wrap(head) or [head]
-    fit.initial_indent, fit.subsequent_indent = "    ", "       "
+    fit.initial_indent, fit.subsequent_indent = "    <- ", "       "
     for part in by.split("; ") if sep else ():
-        out += fit.wrap(f"<- {part}")
+        out += fit.wrap(part)  # the arrow is the indent: a long node name stays beside it
     return out
 
 
