@@ -27,11 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from bcast.core.arithmetic import cancelled, expanded, factors, plus, product
+from bcast.core.arithmetic import factors, plus, product
 from bcast.core.conditions import Condition, readable
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
+from bcast.core.polynomials import cancelled, expanded
 from bcast.models.domain import (
     BoundRecord,
     CountRecord,
