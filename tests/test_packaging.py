@@ -69,6 +69,8 @@ def declared(*extras: str) -> set[str]:
         pytest.param("engine/dask.py", ("dask",), id="dask-engine"),
         pytest.param("engine/numba_kernels.py", ("fast",), id="fast"),
         pytest.param("engine/numba_pow.py", ("fast",), id="fast-pow"),
+        pytest.param("engine/numba_rows.py", ("fast",), id="fast-rows"),
+        pytest.param("engine/numba_team.py", ("fast",), id="fast-team"),
     ],
 )
 def test_an_optional_part_imports_only_what_its_extras_declare(
@@ -90,6 +92,8 @@ def test_the_core_imports_only_its_hard_dependencies() -> None:
         "engine/numba_entry.py",
         "engine/numba_kernels.py",
         "engine/numba_pow.py",
+        "engine/numba_rows.py",
+        "engine/numba_team.py",
     }
     readers = ("onnx/", "openvino/")  # their own extras (above)
     core = sorted(

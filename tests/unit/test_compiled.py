@@ -184,8 +184,9 @@ def test_threads_compute_every_row(
 def test_small_compiled_work_takes_fewer_threads(
     run_options: list[dict[str, Any]], calls: list[tuple[str, bool]]
 ) -> None:
-    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)  # 6000 elements of work
-    for per_thread in (1, 2000, 3000, 6001):
+    # 6000 float64 elements: 48,000 bytes of work (the walk's time follows its bytes)
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)
+    for per_thread in (1, 16000, 24000, 48001):
         with engine.settings(**{**FORCED, "compiled_thread_work": per_thread}):
             same_bits(ops.sub(a, b), a - b)
     assert [options["threads"] for options in run_options] == [3, 3, 2, 1]
@@ -476,6 +477,9 @@ def test_the_walker_never_streams_where_it_cannot_align() -> None:
         np.zeros(1, np.int64),
         1,
         True,
+        0,
+        np.zeros(0, np.int64),
+        0,
     )
     same_bits(out, x + x)
 

@@ -49,6 +49,7 @@ import numpy as np
 
 from bcast.engine import background as _background
 from bcast.engine import layout as _layout
+from bcast.engine import parallel as _parallel
 from bcast.engine.runner import Runner, Walk
 
 __all__ = [
@@ -126,6 +127,9 @@ def available() -> bool:
                     )
                     _state["kernels"] = None
                 else:
+                    from bcast.engine import numba_team as _team
+
+                    _parallel.use_team(_team.serve, _team.LINE, _team.ASLEEP, _team.POKE)
                     _state["kernels"] = _numba_kernels
     return _state["kernels"] is not None
 
@@ -201,7 +205,7 @@ def prepare(
     threads: int,
     blocks_per_thread: int,
     stream: bool,
-    run_blocks: Callable[[Callable[[int], None], int, int], None],
+    run_team: Callable[[Callable[[int, Any, int], None], int], None],
     wait: bool = False,
 ) -> Runner:
     """Plan operation ``name`` on these arrays once; return the `Runner` that computes it.
@@ -209,9 +213,9 @@ def prepare(
     ``views`` are the operands aligned to the output's rank, which the walk is planned on
     (as `bcast.engine.layout.walk_axes` arranges them; tiles of small operands take at most
     ``max_tile_bytes``). ``operands`` are the arrays the runner will be called with
-    (default: the views): the same addresses, maybe with fewer axes. ``run_blocks(task,
-    count, threads)`` runs ``task(i)`` for ``i < count`` on that many threads: each task is
-    one walker, which claims rows `CHUNK_BYTES` at a time until none are left. The walker
+    (default: the views): the same addresses, maybe with fewer axes. ``run_team(go,
+    threads)`` runs the walk on that many threads (`bcast.engine.parallel.run_team`): each
+    claims rows `CHUNK_BYTES` at a time until none are left. The walker
     and the entry (`bcast.engine.numba_entry`) are queued for the background here
     (``wait``: compiled now, or waited for).
     """
@@ -235,7 +239,7 @@ def prepare(
         threads=threads,
         stream=stream,
         chunk=max(1, CHUNK_BYTES // walk.row_bytes) if walk is not None else 1,
-        run_blocks=run_blocks,
+        run_team=run_team,
         find_walker=functools.partial(_walker, name, dtypes, wait),
         find_entry=functools.partial(_entry, kinds, wait),
     )

@@ -51,10 +51,11 @@ class Settings:
         inner loops: tiles that stay in the core's own cache are faster there (the benchmark
         ``add_midrank`` measures it).
     compiled_thread_work : int
-        Work each thread of the compiled path must have (output elements times the kernel's
-        cost); less work takes fewer threads. Waking a sleeping core costs more than the
-        compiled kernels gain from it on small work (``benchmarks/bench_ops.py`` measures
-        where two threads start to win).
+        Work each thread of the compiled path must have, in output bytes times the
+        kernel's cost (the walk's time follows the bytes it moves); less work takes fewer
+        threads. Even a hand-off to a spinning worker costs a
+        few microseconds, more than a second core gains on small work (``float32`` bias adds
+        on the 2-core Xeon: two threads win from 512 KiB of output, lose below it).
     compiled : bool
         Run the kernels that have a compiled form (`bcast.engine.compiled`) with it when numba is
         installed (``BCAST_COMPILED=0`` turns it off as well).
@@ -66,6 +67,10 @@ class Settings:
         output with streaming stores on the compiled path (the data cannot all stay in the
         cache anyway); None: the size of the last-level cache (the benchmark ``add_cache``
         measures the case at that size).
+    spin_us : int or None
+        Microseconds a worker waits, spinning with the GIL released, for the next compiled
+        walk before it sleeps (0: at once); None: ``BCAST_SPIN_US``, else 200
+        (`bcast.engine.parallel.spin_us`).
     """
 
     threads: int | None = None
@@ -75,10 +80,11 @@ class Settings:
     blocks_per_thread: int = 4
     max_tile_bytes: int = 1 << 22
     compiled_tile_bytes: int = 1 << 18
-    compiled_thread_work: int = 1 << 20
+    compiled_thread_work: int = 1 << 19
     compiled: bool = True
     compiled_wait: bool = False
     stream_min_bytes: int | None = None
+    spin_us: int | None = None
 
 
 _settings = Settings()
@@ -157,10 +163,16 @@ def threads_for(work: float) -> int:
 
 
 def compiled_threads_for(work: float) -> int:
-    """Return at most how many threads the compiled path gives work of this size.
+    """Return how many threads the compiled path gives work of this size (bytes times cost).
 
-    >>> with settings(compiled_thread_work=1000):
-    ...     compiled_threads_for(999), compiled_threads_for(5000)
-    (1, 5)
+    One per ``compiled_thread_work`` of work, at most the threads of `threads_for`'s
+    setting (``threads``, else `bcast.engine.parallel.threads`).
+
+    >>> with settings(compiled_thread_work=1000, threads=8):
+    ...     compiled_threads_for(999), compiled_threads_for(5000), compiled_threads_for(10**6)
+    (1, 5, 8)
     """
-    return max(1, int(work // max(1, _settings.compiled_thread_work)))
+    chosen = _settings.threads
+    if chosen is None:
+        chosen = _parallel.threads()
+    return max(1, min(chosen, int(work // max(1, _settings.compiled_thread_work))))

@@ -137,9 +137,11 @@ def enter(where: Any, tiles: Any, o: Any, x: Any, y: Any, z: Any) -> int:
     """Check the arrays of one call and fill ``where`` and the tiles for the walker.
 
     ``where`` gets the addresses of ``o`` and the operands ``x, y, z`` (an operand that is
-    tiled: its tile's, after the tile is filled from it), then 0: the walkers' row counter.
+    tiled: its tile's, after the tile is filled from it), then zeros: the walkers' row
+    counters, one per part of the rows.
     Each row of ``tiles`` names the operand (1, 2 or 3), the rank of the part copied, the
     tile's address, that part's shape and its strides in bytes from the operand's address.
+    ``where``'s entries after the addresses are the walkers' row counters, zeroed.
     Returns `READY`, or `UNALIGNED` or `OVERLAP` having written nothing.
     """
     if o.ctypes.data % o.itemsize != 0:
@@ -157,7 +159,8 @@ def enter(where: Any, tiles: Any, o: Any, x: Any, y: Any, z: Any) -> int:
         itemsize = x.itemsize if j == 1 else y.itemsize if j == 2 else z.itemsize
         _fill(tile, where[j], itemsize)
         where[j] = tile[2]
-    where[4] = 0  # no row handed out yet
+    for part in range(4, where.size):
+        where[part] = 0  # no row handed out yet
     return READY
 
 

@@ -9,8 +9,8 @@ for the layout), or blocks of the arranged output (`bcast.engine.layout`) on thr
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
@@ -172,10 +172,6 @@ def compute(
     _parallel.run_blocks(task, len(pieces), threads, worker_setup(_layout.buffer_size(inner)))
 
 
-def _run_blocks(task: Callable[[int], None], count: int, threads: int) -> None:
-    _parallel.run_blocks(task, count, threads, contextlib.nullcontext)
-
-
 def compiled_runner(
     kernel: Kernel,
     out: np.ndarray[Any, Any],
@@ -205,10 +201,13 @@ def compiled_runner(
         views,
         operands=None if operands is None else list(operands),
         max_tile_bytes=settings.compiled_tile_bytes,
-        threads=min(config.threads_for(work), config.compiled_threads_for(work)),
+        threads=config.compiled_threads_for(work * out.itemsize),
         blocks_per_thread=settings.blocks_per_thread,
         stream=out.nbytes + sum(v.nbytes for v in views) >= stream_min,
-        run_blocks=_run_blocks,
+        run_team=functools.partial(
+            _parallel.run_team,
+            spin=_parallel.spin_us() if settings.spin_us is None else settings.spin_us,
+        ),
         wait=settings.compiled_wait,
     )
 

@@ -1,9 +1,13 @@
 """The engine's thread pool: how many threads a large operation gets, and running its blocks.
 
 One pool of persistent worker threads per process, started on first use and started again in
-a forked child; a worker sleeps on a lock between jobs (it never spins) and is woken by
-releasing it. How many threads large work gets is a setting, resolved in this order
-(`threads`):
+a forked child. A worker sleeps on a lock between jobs and is woken by releasing it. Once
+numba is loaded, a worker that finished a compiled walk first waits `spin_us` microseconds
+(``BCAST_SPIN_US``; 200 by default, 0: never) for the next in compiled code, with the GIL
+released, and the caller's walk hands it over and joins it with a few atomic stores and loads
+(`run_team`, `bcast.engine.numba_team`): waking a sleeping thread costs tens of microseconds
+on a virtual machine, as much as a whole 1 MiB add. How many threads large work gets is a
+setting, resolved in this order (`threads`):
 
 1. ``bcast.engine.settings(threads=n)``, for a ``with`` block (`bcast.engine.executor`);
 2. the environment variable ``BCAST_NUM_THREADS``, a positive integer;
@@ -22,18 +26,31 @@ values.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import itertools
 import math
 import os
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["cache_bytes", "cgroup_cpus", "cores", "pool_size", "run_blocks", "threads"]
+__all__ = [
+    "MAX_TEAM",
+    "cache_bytes",
+    "cgroup_cpus",
+    "cores",
+    "pool_size",
+    "run_blocks",
+    "run_team",
+    "spin_us",
+    "threads",
+    "use_team",
+]
 
 CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 
@@ -143,6 +160,35 @@ def threads() -> int:
     return cores() if cap is None else min(cores(), cap)
 
 
+SPIN_US: Final = 200
+"""Microseconds a worker waits for the next compiled walk before it sleeps (`spin_us`)."""
+
+
+def spin_us() -> int:
+    """Return how long a worker waits, spinning, for the next compiled walk (microseconds).
+
+    ``BCAST_SPIN_US`` if set (0: a worker sleeps as soon as its walk is done), otherwise
+    `SPIN_US`. A value that is not a whole number is ignored, with a warning the first time.
+
+    >>> import os
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"BCAST_SPIN_US": "0"}):
+    ...     spin_us()
+    0
+    """
+    text = os.environ.get("BCAST_SPIN_US", "").strip()
+    if text.isdigit():
+        return int(text)
+    if text and "BCAST_SPIN_US" not in _warned:
+        _warned.add("BCAST_SPIN_US")
+        warnings.warn(
+            f"bcast: BCAST_SPIN_US={text!r} is not a whole number of microseconds; ignored",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return SPIN_US
+
+
 @functools.cache
 def cache_bytes() -> int:
     """Return the size of the largest CPU cache (Linux sysfs), or 32 MiB where it is unknown."""
@@ -158,6 +204,90 @@ def cache_bytes() -> int:
         if digits.isdigit():
             found = max(found, int(digits) * scale)
     return found or 32 << 20
+
+
+MAX_TEAM: Final = 255
+"""Workers a compiled walk can share its rows with (more threads: the caller does the rest)."""
+
+
+class _Team:
+    """The workers' board for compiled walks (`bcast.engine.numba_team`), once numba is loaded.
+
+    ``serve`` is the compiled wait; ``task`` the walk posted now (one at a time: ``lock``);
+    ``spins`` how many reads a worker waits; ``ns_per_spin`` what one read takes here.
+    """
+
+    __slots__ = ("asleep", "board", "line", "lock", "ns_per_spin", "poke", "serve", "spins", "task")
+
+    def __init__(self, serve: Any, line: int, asleep: int, poke: int) -> None:
+        import numpy as np
+
+        self.serve, self.line, self.asleep, self.poke = serve, line, asleep, poke
+        self.board = np.zeros(line * (MAX_TEAM + 2), np.int64)
+        self.board[asleep::line] = 1  # every worker sleeps on its bell at first
+        self.lock = threading.Lock()
+        self.task: Callable[[int, Any, int], None] | None = None
+        self.spins = 0
+        reserved = MAX_TEAM + 1  # a line no worker has: the reads never find a walk
+        serve(self.board, reserved, 0, 100)
+        start = time.perf_counter_ns()
+        serve(self.board, reserved, 0, 20_000)
+        self.ns_per_spin = max(1.0, (time.perf_counter_ns() - start) / 20_000)
+
+    def reset(self) -> None:
+        """Start a new board (a forked child: no worker of the old one exists)."""
+        self.board[:] = 0
+        self.board[self.asleep :: self.line] = 1
+        self.lock = threading.Lock()
+        self.task = None
+
+
+_team: _Team | None = None
+_NO_BOARD: Any = None  # an empty int64 array: a walk without helpers
+
+
+def use_team(serve: Any, line: int, asleep: int, poke: int) -> None:
+    """Let the workers wait for compiled walks in ``serve`` (`bcast.engine.numba_team`).
+
+    Called once, when numba's kernels load; ``line``, ``asleep`` and ``poke`` give the
+    board's layout. Until then (and without numba) workers only sleep on their bells.
+    """
+    global _team, _NO_BOARD
+    if _team is None:
+        import numpy as np
+
+        _NO_BOARD = np.zeros(0, np.int64)
+        _team = _Team(serve, line, asleep, poke)
+
+
+def run_team(go: Callable[[int, Any, int], None], threads: int, spin: float) -> None:
+    """Run a compiled walk on ``threads`` threads: ``go(home, board, helpers)``.
+
+    The caller's thread runs ``go(0, board, threads - 1)``, which posts the walk to the
+    workers and joins them in compiled code; each worker that takes it runs
+    ``go(w, no_board, 0)``. Workers that sleep are woken first. Where the team is busy (a
+    walk of another thread) or not there, the caller's walk does every part alone. After
+    the walk each worker waits ``spin`` microseconds for the next before it sleeps.
+    """
+    team = _team
+    helpers = min(threads, MAX_TEAM + 1) - 1
+    if team is None or helpers <= 0 or not team.lock.acquire(False):
+        go(0, _NO_BOARD, 0)
+        return
+    try:
+        workers = _get_workers(helpers)
+        team.spins = int(spin * 1000 / team.ns_per_spin)
+        team.task = go
+        board, line, asleep = team.board, team.line, team.asleep
+        for worker in workers:
+            at = line * worker.index + asleep
+            if board[at]:
+                board[at] = 0
+                worker.wake()
+        go(0, board, helpers)
+    finally:
+        team.task = None
+        team.lock.release()
 
 
 class _Job:
@@ -179,9 +309,10 @@ class _Worker:
     unlocked is a no-op (the thread is awake and finds the job in its list).
     """
 
-    __slots__ = ("bell", "jobs", "thread")
+    __slots__ = ("bell", "index", "jobs", "thread")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, index: int) -> None:
+        self.index = index  # its line on the team's board: 1, 2, ...
         self.bell = threading.Lock()
         self.bell.acquire()
         self.jobs: list[_Job] = []
@@ -189,9 +320,21 @@ class _Worker:
         self.thread.start()
 
     def _loop(self) -> None:
-        bell, jobs = self.bell, self.jobs
+        bell, jobs, index = self.bell, self.jobs, self.index
+        done = 0  # the last team walk this worker finished
         while True:
-            bell.acquire()  # sleeps until rung
+            team = _team
+            if team is not None:
+                got = team.serve(team.board, index, done, team.spins)  # GIL released
+                if got > 0:
+                    task = team.task
+                    if task is not None:
+                        with contextlib.suppress(BaseException):
+                            # a walk does not raise; rows it never claimed the caller's walk does
+                            task(index, _NO_BOARD, 0)
+                    done = got
+                    continue
+            bell.acquire()  # sleeps until rung (at once when poked: the ring released it)
             while jobs:
                 try:
                     job = jobs.pop()
@@ -205,6 +348,13 @@ class _Worker:
 
     def ring(self, job: _Job) -> None:
         self.jobs.append(job)
+        self.wake()
+        team = _team
+        if team is not None:  # spinning in the team's wait: look at the jobs now
+            team.board[team.line * self.index + team.poke] = 1
+
+    def wake(self) -> None:
+        """Release the bell the thread sleeps on (nothing if it is released already)."""
         try:  # noqa: SIM105 (contextlib.suppress costs more than the hand-off itself)
             self.bell.release()
         except RuntimeError:  # rung already: the thread is awake and will find the job
@@ -227,7 +377,7 @@ def _get_workers(count: int) -> list[_Worker]:
     if len(_workers) < count:
         with _lock:
             while len(_workers) < count:
-                _workers.append(_Worker(f"bcast-{len(_workers)}"))
+                _workers.append(_Worker(f"bcast-{len(_workers)}", len(_workers) + 1))
     return _workers[:count]
 
 
@@ -245,6 +395,8 @@ def _forget_pool() -> None:
     global _lock
     _workers.clear()
     _lock = threading.Lock()
+    if _team is not None:
+        _team.reset()
 
 
 if hasattr(os, "register_at_fork"):
@@ -262,8 +414,7 @@ def run_blocks(
     process's persistent workers (`pool_size`), woken by a lock release; a share no worker
     has started by the time the caller's own share is done is taken back, not waited for.
 
-    >>> import contextlib
-    >>> seen = []
+    >>>     >>> seen = []
     >>> run_blocks(seen.append, 5, 2, contextlib.nullcontext)
     >>> sorted(seen)
     [0, 1, 2, 3, 4]

@@ -41,6 +41,8 @@ class Walk:
 Kinds = tuple[tuple[int, int], ...]
 """The itemsize and number of dimensions of the output and three operands (an entry's types)."""
 
+_NO_BOARD = np.zeros(0, np.int64)  # a walk without helpers
+
 _WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -57,9 +59,9 @@ class Runner:
     not compile it), or another thread is running this runner: the caller then uses NumPy.
 
     ``find_walker()`` and ``find_entry()`` return the compiled walker (its operation bound)
-    and entry, or None while they compile. ``run_blocks(task, count, threads)`` runs
-    ``task(i)`` for ``i < count`` on that many threads, one walker each; the walkers claim
-    ``chunk`` rows at a time from a shared counter.
+    and entry, or None while they compile. ``run_team(go, threads)`` runs the walk on that
+    many threads (`bcast.engine.parallel.run_team`); each part of the rows has its own
+    counter, from which the walkers claim ``chunk`` rows at a time.
     """
 
     __slots__ = (
@@ -72,7 +74,7 @@ class Runner:
         "_find_walker",
         "_go",
         "_held",
-        "_run_blocks",
+        "_run_team",
         "_tiles",
         "_where",
         "name",
@@ -90,7 +92,7 @@ class Runner:
         threads: int,
         stream: bool,
         chunk: int,
-        run_blocks: Callable[[Callable[[int], None], int, int], None],
+        run_team: Callable[[Callable[[int, Any, int], None], int], None],
         find_walker: Callable[[], Any],
         find_entry: Callable[[], Any],
     ) -> None:
@@ -99,18 +101,18 @@ class Runner:
         self.threads = threads if walk is None else max(1, min(threads, walk.rows))
         self.stream = stream
         self._chunk = chunk
-        self._run_blocks = run_blocks
+        self._run_team = run_team
         self._find_walker = find_walker
         self._find_entry = find_entry
         self._busy = threading.Lock()
         # The addresses of the output and three operands, then the rows handed out so far
-        # (the walkers share the counter; the entry zeroes it).
-        self._where = np.zeros(5, np.int64)
+        # of each thread's part (the walkers share the counters; the entry zeroes them).
+        self._where = np.zeros(4 + self.threads, np.int64)
         self._claimed = self._where[4:]
         self._held: list[Any] = []  # this call's tiles, on the Python path
         # The entry fills tiles it owns: buffers that live as long as the runner.
         self._tiles, self._buffers = _tile_table(walk, kinds)
-        self._go: Callable[[], None] | None = None
+        self._go: Callable[[int, Any, int], None] | None = None
         self._enter: Any = None
         if walk is not None:  # both asked for (queued for the background) now
             self._enter = find_entry()
@@ -148,9 +150,9 @@ class Runner:
             if ready != _READY:
                 return False
             if self.threads == 1:
-                go()
+                go(0, _NO_BOARD, 0)
             else:
-                self._run_blocks(lambda i: go(), self.threads, self.threads)
+                self._run_team(go, self.threads)
         finally:
             self._busy.release()
         return True
@@ -169,11 +171,11 @@ class Runner:
         try:
             if not self._enter_in_python(out, operands):
                 return False
-            self._where[4] = 0
+            self._claimed[:] = 0
             if self.threads == 1:
-                go()
+                go(0, _NO_BOARD, 0)
             else:
-                self._run_blocks(lambda i: go(), self.threads, self.threads)
+                self._run_team(go, self.threads)
         finally:
             self._held = []
             self._busy.release()
@@ -198,8 +200,12 @@ class Runner:
 
 def _bind(
     walker: Any, where: Any, walk: Walk, claimed: Any, chunk: int, stream: bool
-) -> Callable[[], None]:
-    """Return ``go()``: the walker called on these arrays (a partial: no Python frame)."""
+) -> Callable[[int, Any, int], None]:
+    """Return ``go(home, board, helpers)``: the walker on these arrays (no Python frame).
+
+    It walks part ``home`` of the rows first; ``helpers`` > 0 (the caller's thread) posts
+    the walk to that many workers on ``board`` (`bcast.engine.parallel.run_team`).
+    """
     return functools.partial(
         walker, where[:4], *walk.dtypes, walk.steps, walk.lengths, claimed, chunk, stream
     )

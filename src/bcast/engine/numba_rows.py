@@ -1,0 +1,321 @@
+"""The numba code of one row of the walker (`bcast.engine.numba_kernels`): each operation.
+
+Imported only by `bcast.engine.numba_kernels`, only when numba is installed. An operation is
+a literal integer (its index in `NAMES`); a row's kind is one too (`run_row`), so each
+operation and kind compiles to its own vectorised loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import llvmlite.ir as ir
+import numpy as np
+from numba import literally, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+
+from bcast.engine.numba_pow import pow_float32 as _pow
+from bcast.engine.numba_pow import pow_special
+
+__all__ = ["ALIGN", "NAMES", "SCALARS", "arity", "fence", "run_row"]
+
+ALIGN: Final = 64
+"""Streaming stores start at an address aligned to this (a cache line; an AVX-512 vector)."""
+
+
+def _copy(x: Any, y: Any, z: Any) -> Any:
+    return x
+
+
+def _select(x: Any, y: Any, z: Any) -> Any:
+    # x: the condition (bool); -uint64(x) is all ones where it holds. Bit arithmetic loads
+    # both values, which vectorises (a branch, or a select of addresses, makes LLVM gather
+    # lane by lane); the store keeps the low bits, the value's own width.
+    return z ^ ((y ^ z) & -np.uint64(x))
+
+
+def _add(x: Any, y: Any, z: Any) -> Any:
+    return x + y
+
+
+def _sub(x: Any, y: Any, z: Any) -> Any:
+    return x - y
+
+
+def _mul(x: Any, y: Any, z: Any) -> Any:
+    return x * y
+
+
+def _div(x: Any, y: Any, z: Any) -> Any:
+    return x / y
+
+
+def _equal(x: Any, y: Any, z: Any) -> Any:
+    return x == y
+
+
+def _greater(x: Any, y: Any, z: Any) -> Any:
+    return x > y
+
+
+def _less(x: Any, y: Any, z: Any) -> Any:
+    return x < y
+
+
+def _and(x: Any, y: Any, z: Any) -> Any:
+    return x & y
+
+
+def _or(x: Any, y: Any, z: Any) -> Any:
+    return x | y
+
+
+def _xor(x: Any, y: Any, z: Any) -> Any:
+    return x ^ y
+
+
+def _pick(kind: Any, operand: Any, value: Any, row: Any, at: Any) -> Any:
+    raise NotImplementedError  # compiled code only: see the overload below
+
+
+@overload(_pick, inline="always")
+def _pick_overload(kind: Any, operand: Any, value: Any, row: Any, at: Any) -> Any:
+    """Operand ``operand``'s element of a row: ``value`` where the row kind stretches it."""
+    if not isinstance(kind, types.IntegerLiteral) or not isinstance(operand, types.IntegerLiteral):
+        return None
+    if kind.literal_value == operand.literal_value:
+
+        def stretched(kind: Any, operand: Any, value: Any, row: Any, at: Any) -> Any:
+            return value
+
+        return stretched
+
+    def element(kind: Any, operand: Any, value: Any, row: Any, at: Any) -> Any:
+        return row[at]
+
+    return element
+
+
+def arity(op: Any) -> Any:
+    """Return how many operands operation ``op`` reads (compiled code only: a constant)."""
+    raise NotImplementedError  # see the overload below
+
+
+@overload(arity, inline="always")
+def _arity_overload(op: Any) -> Any:
+    """How many operands the operation reads (the unused ones repeat x: never gathered)."""
+    if not isinstance(op, types.IntegerLiteral):
+        return None
+    count = {"copy": 1, "where": 3}.get(NAMES[op.literal_value], 2)
+
+    def arity(op: Any) -> Any:
+        return count
+
+    return arity
+
+
+def _fix(op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any) -> None:
+    raise NotImplementedError  # compiled code only: see the overload below
+
+
+@overload(_fix, inline="always")
+def _fix_overload(
+    op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any
+) -> Any:
+    """After a row: Pow recomputes its special elements with powf; other operations: nothing."""
+    if not isinstance(op, types.IntegerLiteral):
+        return None
+    if NAMES[op.literal_value] != "pow":
+
+        def nothing(
+            op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any
+        ) -> None:
+            pass
+
+        return nothing
+
+    def recompute(
+        op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any
+    ) -> None:
+        xv, yv = x[xo], y[yo]
+        special = False
+        for c in range(n):  # a reduction: vectorised
+            special |= pow_special(_pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c))
+        if special:
+            for c in range(n):
+                base, exponent = _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c)
+                if pow_special(base, exponent):
+                    o[oo + c] = base**exponent  # powf, as NumPy's float32 power
+
+    return recompute
+
+
+SCALARS: Final = {
+    "copy": _copy,
+    "where": _select,
+    "add": _add,
+    "sub": _sub,
+    "mul": _mul,
+    "div": _div,
+    "pow": _pow,
+    "equal": _equal,
+    "greater": _greater,
+    "less": _less,
+    "and_": _and,
+    "or_": _or,
+    "xor": _xor,
+}
+"""Each operation's scalar function of three operands (unused ones are never loaded)."""
+
+NAMES: Final = tuple(SCALARS)  # an operation's code is its index here
+_JITTED: Final = tuple(njit(inline="always")(f) for f in SCALARS.values())
+
+
+def _scalar(op: Any, x: Any, y: Any, z: Any) -> Any:
+    raise NotImplementedError  # compiled code only: see the overload below
+
+
+@overload(_scalar, inline="always")
+def _scalar_overload(op: Any, x: Any, y: Any, z: Any) -> Any:
+    if not isinstance(op, types.IntegerLiteral):
+        return None
+    function = _JITTED[op.literal_value]
+
+    def impl(op: Any, x: Any, y: Any, z: Any) -> Any:
+        return function(x, y, z)
+
+    return impl
+
+
+def _streaming_store(align: int | None) -> Any:
+    """Build an intrinsic ``store(array, index, value)``, a non-temporal store.
+
+    It claims ``align`` bytes' alignment (None: the element's own). LLVM vectorises such
+    stores only where a vector fits the alignment, so runs claimed aligned must be
+    (`_streamed_row`).
+    """
+
+    @intrinsic
+    def store(typingctx: Any, array: Any, index: Any, value: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            array_type, _, value_type = signature.args
+            target, position, item = args
+            view = context.make_array(array_type)(context, builder, target)
+            slot = cgutils.get_item_pointer(
+                context, builder, array_type, view, [position], wraparound=False
+            )
+            item = context.cast(builder, item, value_type, array_type.dtype)
+            stored = context.data_model_manager[array_type.dtype].as_data(builder, item)
+            written = builder.store(stored, slot, align=align)  # a bool is a byte here
+            flag = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
+            written.set_metadata("nontemporal", flag)
+            return context.get_dummy_value()
+
+        return types.void(array, index, value), codegen
+
+    return store
+
+
+_stream = _streaming_store(ALIGN)  # inside runs that start ALIGN-aligned: vector stores
+_stream_any = _streaming_store(None)  # anywhere: one element at a time (movnti)
+
+
+@intrinsic
+def fence(typingctx: Any) -> Any:
+    """Order every store before it: streaming stores are weakly ordered."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+_ROW_FLAGS: Final = {"contract"}
+"""Multiply-adds may fuse (Pow's polynomials); every other operation is one IEEE operation."""
+
+# Rows are runs of the 1-D arrays from an offset; offsets and lengths are unsigned (uint64):
+# numba then emits no negative-index wraparound, so addresses are affine and LLVM vectorises
+# the loops. Nothing here slices an array per row: each slice is a reference count taken
+# and dropped, which costs more than the work on short rows.
+
+
+# A row's kind (a literal): 0, every operand's row is a run of elements; 1 (2), operand x (y)
+# is one element stretched over the row, read once before the loop as a scalar (an outer
+# add's row) instead of filled into a buffer.
+
+
+@njit(nogil=True, error_model="numpy", fastmath=_ROW_FLAGS, cache=True)
+def _row(
+    op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any, zo: Any, n: Any
+) -> None:
+    literally(op)
+    literally(kind)
+    xv, yv = x[xo], y[yo]
+    for c in range(n):
+        o[oo + c] = _scalar(
+            op, _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c), z[zo + c]
+        )
+    _fix(op, kind, o, oo, x, xo, y, yo, n)
+
+
+@njit(nogil=True, error_model="numpy", fastmath=_ROW_FLAGS, cache=True)
+def _streamed_row(
+    op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any, zo: Any, n: Any
+) -> None:
+    # Streaming stores of one element up to the first aligned address, of vectors over whole
+    # ALIGN-byte runs, of one element for the rest. Every store of the row streams: a cache
+    # line written by plain and streaming stores (the ends of rows that do not start on a
+    # line) costs more than plain stores alone (measured: 4x on rows of 128 float32).
+    literally(op)
+    literally(kind)
+    align = np.uint64(ALIGN)
+    size = np.uint64(o.itemsize)
+    address = np.uint64(o.ctypes.data) + oo * size
+    head = min((align - address % align) % align // size, n)
+    step = align // size
+    body = head + (n - head) // step * step
+    xv, yv = x[xo], y[yo]
+    for c in range(head):
+        _stream_any(
+            o, oo + c, _scalar(op, _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c),
+                               z[zo + c])
+        )  # fmt: skip
+    for c in range(head, body):
+        _stream(
+            o, oo + c, _scalar(op, _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c),
+                               z[zo + c])
+        )  # fmt: skip
+    for c in range(body, n):
+        _stream_any(
+            o, oo + c, _scalar(op, _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c),
+                               z[zo + c])
+        )  # fmt: skip
+    _fix(op, kind, o, oo, x, xo, y, yo, n)
+
+
+@njit(inline="always")
+def run_row(
+    op: Any,
+    kind: Any,
+    stream: bool,
+    o: Any,
+    oo: Any,
+    x: Any,
+    xo: Any,
+    y: Any,
+    yo: Any,
+    z: Any,
+    zo: Any,
+    n: Any,
+) -> None:
+    """Write ``n`` elements of ``o`` from ``oo`` (streaming stores if ``stream``).
+
+    Operand x's elements are ``x[xo:xo + n]`` (kind 1: the value ``x[xo]`` throughout), y's
+    likewise (kind 2), z's always a run.
+    """
+    if stream:
+        _streamed_row(op, kind, o, oo, x, xo, y, yo, z, zo, n)
+    else:
+        _row(op, kind, o, oo, x, xo, y, yo, z, zo, n)
