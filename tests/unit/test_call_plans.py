@@ -256,3 +256,25 @@ def test_the_compiled_entry_is_waited_for_with_the_kernels() -> None:
     with engine.settings(compiled_min=0, parallel_min=1, compiled_thread_work=1):
         same_bits(ops.add(a, a[0]), a + a[0])
     assert _compiled.wait_for_kernels(timeout=120)
+
+
+def test_where_replays_its_plan_and_reads_new_values() -> None:
+    rng = np.random.default_rng(21)
+    condition = rng.random((300, 1)) < 0.5
+    x = rng.standard_normal((300, 64)).astype(np.float32)
+    y = rng.standard_normal(64).astype(np.float32)
+    out = np.empty_like(x)
+    with engine.settings(**COMPILED):
+        before = engine.call_cache_info()
+        for step in range(4):
+            condition[step::5] ^= True
+            y += 1.0
+            same_bits(ops.where(condition, x, y, out=out), np.where(condition, x, y))
+            same_bits(ops.where(condition, x, y), np.where(condition, x, y))  # no out=: its own
+        after = engine.call_cache_info()
+        assert (after.misses - before.misses, after.hits - before.hits) == (2, 6)
+        out.flags.writeable = False  # a replay still refuses a read-only out=
+        with pytest.raises(ValueError, match="read-only"):
+            ops.where(condition, x, y, out=out)
+        with pytest.raises(TypeError, match="same dtype"):  # never planned, never kept
+            ops.where(condition, x, y.astype(np.float64))

@@ -75,7 +75,7 @@ class Settings:
 
     threads: int | None = None
     parallel_min: int = 1 << 18
-    compiled_min: int = 1 << 13
+    compiled_min: int = 1 << 12
     block_bytes: int = 1 << 20
     blocks_per_thread: int = 4
     max_tile_bytes: int = 1 << 22

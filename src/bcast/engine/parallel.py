@@ -414,7 +414,8 @@ def run_blocks(
     process's persistent workers (`pool_size`), woken by a lock release; a share no worker
     has started by the time the caller's own share is done is taken back, not waited for.
 
-    >>>     >>> seen = []
+    >>> import contextlib
+    >>> seen = []
     >>> run_blocks(seen.append, 5, 2, contextlib.nullcontext)
     >>> sorted(seen)
     [0, 1, 2, 3, 4]

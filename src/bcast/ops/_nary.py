@@ -10,9 +10,10 @@ from functools import lru_cache
 
 from bcast.arrays.views import ArrayT, Scalar
 from bcast.core.planning import plan
-from bcast.engine import Kernel, execute
+from bcast.engine import Kernel, execute, prepare_call
 from bcast.ops import _kernels
 from bcast.ops._common import check_operands
+from bcast.ops._tiny import WHERE_CALLS, key_of
 
 __all__ = ["max", "mean", "min", "sum", "where"]
 
@@ -176,9 +177,23 @@ def where(
     array([[1., 2., 3.],
            [0., 0., 0.]])
     """
+    key = key_of((condition, x, y), out)
+    if key is not None:
+        call = WHERE_CALLS.lookup(key)
+        if call is not None:  # planned by an earlier call of this call site
+            replayed: ArrayT = call((condition, x, y), out)
+            return replayed
     checked = check_operands("where", ("condition", "x", "y"), (condition, x, y))
     operands = condition, x, y = checked.operands
     the_plan = plan(checked.lib.dims(condition), checked.lib.dims(x), checked.lib.dims(y))
+    if key is not None:
+        call = prepare_call(
+            "where", the_plan, _kernels.WHERE, operands, dtype=checked.dtype, out=out
+        )
+        if call is not None:  # kept for the next call of this call site
+            WHERE_CALLS.put(key, call)
+            planned: ArrayT = call(operands, out)
+            return planned
     result: ArrayT = execute(
         "where", the_plan, _kernels.WHERE, operands, dtype=checked.dtype, out=out, lib=checked.lib
     )

@@ -19,7 +19,7 @@ from bcast.engine import guard as _guard
 from bcast.ops import _kernels
 from bcast.ops._dtypes import FLOAT, SIGNATURES, fixed_output
 
-__all__ = ["CALLS", "call_key", "kernel_for", "tiny_path"]
+__all__ = ["CALLS", "WHERE_CALLS", "call_key", "kernel_for", "key_of", "tiny_path"]
 
 _NDARRAY: Final = np.ndarray
 _DEFAULT_AXIS: Final = -1  # compared by identity: any other object takes the full path
@@ -60,6 +60,8 @@ _quiet_run: Any = engine.quiet_run
 
 CALLS: Final = {op: engine.CallCache(limit=64) for op in _TINY}
 """Each binary operator's planned calls (`bcast.engine.Call`) by call-site key (`call_key`)."""
+WHERE_CALLS: Final = engine.CallCache(limit=64)
+"""Where's planned calls by call-site key (`key_of`)."""
 
 
 def call_key(a: Any, b: Any, out: Any) -> tuple[Any, ...] | None:
@@ -77,6 +79,27 @@ def call_key(a: Any, b: Any, out: Any) -> tuple[Any, ...] | None:
     if type(a) is not _NDARRAY or type(b) is not _NDARRAY:
         return None
     key = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+    if out is None:
+        return key
+    if type(out) is not _NDARRAY:
+        return None
+    return (*key, out.shape, out.strides, out.dtype)
+
+
+def key_of(operands: tuple[Any, ...], out: Any) -> tuple[Any, ...] | None:
+    """Return the key of a call on NumPy arrays ``operands`` (and ``out``), or None if none.
+
+    As `call_key`, for any number of operands.
+
+    >>> import numpy as np
+    >>> key_of((np.ones(2, bool), np.ones(2), np.ones(1)), None)[-3:]
+    ((1,), (8,), dtype('float64'))
+    """
+    key: tuple[Any, ...] = ()
+    for x in operands:
+        if type(x) is not _NDARRAY:
+            return None
+        key += (x.shape, x.strides, x.dtype)
     if out is None:
         return key
     if type(out) is not _NDARRAY:
