@@ -156,10 +156,7 @@ def threads_for(work: float) -> int:
     ...     threads_for(50), threads_for(250), threads_for(10**6)
     (1, 2, 4)
     """
-    chosen = _settings.threads
-    if chosen is None:
-        chosen = _parallel.threads()
-    return max(1, min(chosen, int(work // max(1, _settings.parallel_min)) or 1))
+    return _share(work, _settings.parallel_min)
 
 
 def compiled_threads_for(work: float) -> int:
@@ -172,7 +169,12 @@ def compiled_threads_for(work: float) -> int:
     ...     compiled_threads_for(999), compiled_threads_for(5000), compiled_threads_for(10**6)
     (1, 5, 8)
     """
+    return _share(work, _settings.compiled_thread_work)
+
+
+def _share(work: float, each: int) -> int:
+    """One thread per ``each`` of work, at least one, at most the threads set."""
     chosen = _settings.threads
     if chosen is None:
         chosen = _parallel.threads()
-    return max(1, min(chosen, int(work // max(1, _settings.compiled_thread_work))))
+    return max(1, min(chosen, int(work // max(1, each))))
