@@ -216,3 +216,16 @@ with engine.settings(**settings):
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def test_workers_do_not_spin_when_threads_exceed_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a spinning worker would take a core from the worker whose part the caller waits for
+    monkeypatch.setattr(_parallel, "cores", lambda: 2)
+    a, b = np.ones((64, 999)), np.arange(999.0)
+    spins = []
+    for threads in (2, 3):
+        with engine.settings(**{**TEAM, "threads": threads, "spin_us": 200}):
+            same_bits(ops.add(a, b), a + b)
+            assert _parallel._team is not None
+            spins.append(_parallel._team.spins)
+    assert spins[0] > 0 and spins[1] == 0

@@ -267,7 +267,8 @@ def run_team(go: Callable[[int, Any, int], None], threads: int, spin: float) -> 
     workers and joins them in compiled code; each worker that takes it runs
     ``go(w, no_board, 0)``. Workers that sleep are woken first. Where the team is busy (a
     walk of another thread) or not there, the caller's walk does every part alone. After
-    the walk each worker waits ``spin`` microseconds for the next before it sleeps.
+    the walk each worker waits ``spin`` microseconds for the next before it sleeps (not at
+    all where ``threads`` exceeds the cores this process may use).
     """
     team = _team
     helpers = min(threads, MAX_TEAM + 1) - 1
@@ -276,7 +277,9 @@ def run_team(go: Callable[[int, Any, int], None], threads: int, spin: float) -> 
         return
     try:
         workers = _get_workers(helpers)
-        team.spins = int(spin * 1000 / team.ns_per_spin)
+        # More threads than cores: a spinning worker would take a core from the one whose
+        # part the caller waits for, so the workers sleep as soon as their walk is done.
+        team.spins = int(spin * 1000 / team.ns_per_spin) if threads <= cores() else 0
         team.task = go
         board, line, asleep = team.board, team.line, team.asleep
         for worker in workers:
