@@ -246,6 +246,14 @@ _ROW_FLAGS: Final = {"contract"}
 # add's row) instead of filled into a buffer.
 
 
+@njit(inline="always")
+def _element(
+    op: Any, kind: Any, x: Any, xo: Any, xv: Any, y: Any, yo: Any, yv: Any, z: Any, zo: Any, c: Any
+) -> Any:
+    """Compute the row's element ``c`` from x, y and z (a stretched one: its value)."""
+    return _scalar(op, _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c), z[zo + c])
+
+
 @njit(nogil=True, error_model="numpy", fastmath=_ROW_FLAGS, cache=True)
 def _row(
     op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any, zo: Any, n: Any
@@ -254,9 +262,7 @@ def _row(
     literally(kind)
     xv, yv = x[xo], y[yo]
     for c in range(n):
-        o[oo + c] = _scalar(
-            op, _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c), z[zo + c]
-        )
+        o[oo + c] = _element(op, kind, x, xo, xv, y, yo, yv, z, zo, c)
     _fix(op, kind, o, oo, x, xo, y, yo, n)
 
 
@@ -278,20 +284,11 @@ def _streamed_row(
     body = head + (n - head) // step * step
     xv, yv = x[xo], y[yo]
     for c in range(head):
-        _stream_any(
-            o, oo + c, _scalar(op, _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c),
-                               z[zo + c])
-        )  # fmt: skip
+        _stream_any(o, oo + c, _element(op, kind, x, xo, xv, y, yo, yv, z, zo, c))
     for c in range(head, body):
-        _stream(
-            o, oo + c, _scalar(op, _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c),
-                               z[zo + c])
-        )  # fmt: skip
+        _stream(o, oo + c, _element(op, kind, x, xo, xv, y, yo, yv, z, zo, c))
     for c in range(body, n):
-        _stream_any(
-            o, oo + c, _scalar(op, _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c),
-                               z[zo + c])
-        )  # fmt: skip
+        _stream_any(o, oo + c, _element(op, kind, x, xo, xv, y, yo, yv, z, zo, c))
     _fix(op, kind, o, oo, x, xo, y, yo, n)
 
 
