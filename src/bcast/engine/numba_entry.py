@@ -7,6 +7,9 @@ numba unboxes an array in tens of nanoseconds), whether each is on its natural a
 whether the output overlaps an operand, and the values of the tiles of small operands.
 `enter` does all of it in one compiled call; it is compiled once per number of dimensions
 and dtype of the arrays it is given, and cached on disk like the walkers.
+
+The walkers read and write memory through the raw pointers made here (`pointer`, `load`,
+`save`): no array objects, so no reference counting, in their row loops.
 """
 
 from __future__ import annotations
@@ -18,7 +21,18 @@ from numba import njit, types
 from numba.extending import intrinsic
 from numba.np.numpy_support import from_dtype
 
-__all__ = ["OVERLAP", "READY", "UNALIGNED", "compile_entry", "enter", "pointer"]
+__all__ = [
+    "OVERLAP",
+    "READY",
+    "UNALIGNED",
+    "address",
+    "compile_entry",
+    "enter",
+    "itemsize",
+    "load",
+    "pointer",
+    "save",
+]
 
 READY: Final = 0
 """`enter` filled the addresses and tiles: the walker may run."""
@@ -48,6 +62,68 @@ def pointer(typingctx: Any, address: Any, dtype: Any) -> Any:
         return builder.inttoptr(args[0], context.get_value_type(target))
 
     return target(address, dtype), codegen
+
+
+def _raw(pointer_type: Any, index: Any) -> bool:
+    return isinstance(pointer_type, types.CPointer) and isinstance(index, types.Integer)
+
+
+@intrinsic
+def load(typingctx: Any, data: Any, index: Any) -> Any:
+    """Read element ``index`` of a pointer's elements (a bool: from its byte).
+
+    numba's own ``pointer[index]`` reads a bool's byte as a 1-bit value (an LLVM type
+    error); this reads every type as its memory layout stores it. No reference counting: a
+    walker's row loop that passes pointers, not arrays, makes no runtime calls per row.
+    """
+    if not _raw(data, index):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        raw = builder.load(builder.gep(args[0], [args[1]]))
+        return context.data_model_manager[data.dtype].from_data(builder, raw)
+
+    return data.dtype(data, index), codegen
+
+
+@intrinsic
+def save(typingctx: Any, data: Any, index: Any, value: Any) -> Any:
+    """Write ``value`` (cast to the elements' type) as element ``index`` of a pointer's."""
+    if not _raw(data, index):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        item = context.cast(builder, args[2], signature.args[2], data.dtype)
+        stored = context.data_model_manager[data.dtype].as_data(builder, item)
+        builder.store(stored, builder.gep(args[0], [args[1]]))
+        return context.get_dummy_value()
+
+    return types.void(data, index, value), codegen
+
+
+@intrinsic
+def address(typingctx: Any, data: Any) -> Any:
+    """Return a pointer's address as an unsigned integer."""
+    if not isinstance(data, types.CPointer):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.ptrtoint(args[0], context.get_value_type(types.uint64))
+
+    return types.uint64(data), codegen
+
+
+@intrinsic
+def itemsize(typingctx: Any, data: Any) -> Any:
+    """Return the size in bytes of a pointer's elements (a constant)."""
+    if not isinstance(data, types.CPointer):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        size = context.get_abi_sizeof(context.get_data_type(data.dtype))
+        return context.get_constant(types.uint64, size)
+
+    return types.uint64(data), codegen
 
 
 @njit(inline="always")

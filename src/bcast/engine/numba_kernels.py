@@ -15,10 +15,10 @@ import warnings
 from typing import Any, Final
 
 import numpy as np
-from numba import carray, literally, njit, typeof, types
+from numba import literally, njit, typeof, types
 from numba.core.errors import NumbaError
 
-from bcast.engine.numba_entry import compile_entry, pointer
+from bcast.engine.numba_entry import compile_entry, itemsize, load, pointer, save
 from bcast.engine.numba_rows import NAMES, SCALARS, arity, fence, run_row
 from bcast.engine.numba_team import fetch_add, join, post
 
@@ -32,21 +32,12 @@ _lock = threading.Lock()
 def _gather(buf: Any, base: Any, offset: int, step: int, n: int) -> None:
     """Fill ``buf`` with one row of an operand that is stretched (step 0) or strided."""
     if step == 0:
-        value = base[offset]
+        value = load(base, offset)
         for c in range(n):
-            buf[c] = value
+            save(buf, c, value)
     else:
         for c in range(n):
-            buf[c] = base[offset + c * step]
-
-
-@njit(inline="always")
-def _run(address: Any, dtype: Any, strides: Any, k: int, shape: Any) -> Any:
-    """Return the 1-D run of memory that array ``k`` spans from ``address``."""
-    span = 1
-    for d in range(shape.size):
-        span += (shape[d] - 1) * strides[k, d]
-    return carray(pointer(address, dtype), span)
+            save(buf, c, load(base, offset + c * step))
 
 
 @njit(nogil=True, error_model="numpy", cache=True)
@@ -90,11 +81,11 @@ def walk(
     if shape.size == 0:
         return
     ticket = post(board, helpers) if helpers > 0 else 0
-    o = _run(addresses[0], out_dtype, strides, 0, shape)
-    x = _run(addresses[1], x_dtype, strides, 1, shape)
-    y = _run(addresses[2], y_dtype, strides, 2, shape)
-    z = _run(addresses[3], z_dtype, strides, 3, shape)
-    if np.uint64(o.ctypes.data) % np.uint64(o.itemsize) != 0:
+    o = pointer(addresses[0], out_dtype)
+    x = pointer(addresses[1], x_dtype)
+    y = pointer(addresses[2], y_dtype)
+    z = pointer(addresses[3], z_dtype)
+    if np.uint64(addresses[0]) % itemsize(o) != 0:
         # Elements off their natural alignment never reach an ALIGN boundary, where the
         # streaming vector stores must start. Checked here, once: a branch in _streamed_row
         # cost its loop the vectorisation.
@@ -115,10 +106,13 @@ def walk(
     gx = sx != 1 and kind != 1  # the rows gathered
     gy = sy != 1 and kind != 2 and count >= 2
     gz = sz != 1 and count == 3
-    rx = np.empty(n, x.dtype) if gx else x  # the row: gathered, or read in place
-    ry = np.empty(n, y.dtype) if gy else y
-    rz = np.empty(n, z.dtype) if gz else z
-    bx, by, bz = rx, ry, rz
+    # The rows gathered, into buffers kept until the end; the rows read: a buffer's, or in place.
+    bx = np.empty(n if gx else 0, x_dtype)
+    by = np.empty(n if gy else 0, y_dtype)
+    bz = np.empty(n if gz else 0, z_dtype)
+    rx = pointer(bx.ctypes.data, x_dtype) if gx else x
+    ry = pointer(by.ctypes.data, y_dtype) if gy else y
+    rz = pointer(bz.ctypes.data, z_dtype) if gz else z
     zero = np.uint64(0)
     length = np.uint64(n)
     parts = claimed.size
@@ -139,13 +133,13 @@ def walk(
                     offsets[k] += index[d] * strides[k, d]
             for _ in range(start, min(start + chunk, end)):
                 if gx and (sx != 0 or offsets[1] != last[1]):
-                    _gather(bx, x, offsets[1], sx, n)
+                    _gather(rx, x, offsets[1], sx, n)
                     last[1] = offsets[1]
                 if gy and (sy != 0 or offsets[2] != last[2]):
-                    _gather(by, y, offsets[2], sy, n)
+                    _gather(ry, y, offsets[2], sy, n)
                     last[2] = offsets[2]
                 if gz and (sz != 0 or offsets[3] != last[3]):
-                    _gather(bz, z, offsets[3], sz, n)
+                    _gather(rz, z, offsets[3], sz, n)
                     last[3] = offsets[3]
                 oo = np.uint64(offsets[0])
                 xo = zero if gx else np.uint64(offsets[1])
@@ -172,6 +166,7 @@ def walk(
         fence()
     if helpers > 0:
         join(board, helpers, ticket)
+    scratch[0] = bx.size + by.size + bz.size  # the buffers live until here
 
 
 def walker(name: str, dtypes: list[np.dtype[Any]]) -> Any:
