@@ -18,7 +18,9 @@ import pytest
 
 from bcast import engine, ops
 from bcast.engine import compiled as _compiled
+from bcast.engine import config as _config
 from bcast.engine import layout as _layout
+from bcast.engine import parallel as _parallel
 from bcast.engine.background import Resolver
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
@@ -250,6 +252,32 @@ def test_streaming_counts_the_operands_bytes_with_the_output(
             same_bits(ops.sub(a, b), a - b)
     assert [options["stream"] for options in run_options] == [True, True, False]
     assert calls == [("sub", True)] * 3
+
+
+@pytest.mark.parametrize(
+    ("cache", "cap", "streams"),
+    [
+        (1 << 40, 48_001, True),  # a VM's reported host cache: the cap decides
+        (1 << 40, 96_801, False),
+        (48_001, 1 << 40, True),  # a cache below the cap decides
+        (96_801, 1 << 40, False),
+    ],
+)
+def test_default_streaming_size_is_the_cache_at_most_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+    run_options: list[dict[str, Any]],
+    calls: list[tuple[str, bool]],
+    cache: int,
+    cap: int,
+    streams: bool,
+) -> None:
+    monkeypatch.setattr(_parallel, "cache_bytes", lambda: cache)
+    monkeypatch.setattr(_config, "STREAM_CAP", cap)
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)  # 96800 bytes of work
+    with engine.settings(**{**FORCED, "stream_min_bytes": None}):
+        same_bits(ops.sub(a, b), a - b)
+    assert [options["stream"] for options in run_options] == [streams]
+    assert calls == [("sub", True)]
 
 
 def test_layouts_the_walker_takes(calls: list[tuple[str, bool]]) -> None:

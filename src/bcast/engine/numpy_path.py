@@ -192,9 +192,7 @@ def compiled_runner(
         return None
     if not _compiled.accepts(name, out, views):
         return None
-    stream_min = settings.stream_min_bytes
-    if stream_min is None:
-        stream_min = _parallel.cache_bytes()
+    stream_min = config.stream_min_bytes(settings)
     return _compiled.prepare(
         name,
         out,
