@@ -117,6 +117,14 @@ CASES: dict[str, CaseSpec] = {
             target=(64, 1024, 1024),
         ),
         CaseSpec(
+            "expand_call",
+            "expand (64,) -> (256,64) [per-call time, 64 KiB]",
+            "expand",
+            lambda r: [_f32(r, (64,))],
+            target=(256, 64),
+            bandwidth_bound=False,
+        ),
+        CaseSpec(
             "tiny",
             "add (4,)+(1,) [per-call time]",
             "add",

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from bcast import engine, ops
+from bcast import BroadcastError, engine, ops
 from bcast.engine import compiled as _compiled
 from bcast.engine import parallel as _parallel
 from bcast.ops import MemoryLimitError, memory_limit
@@ -216,7 +216,7 @@ def test_the_pool_starts_again_in_a_forked_child() -> None:
         assert _parallel.pool_size() >= 1
         code = """
 import os, sys, numpy as np
-from bcast import engine, ops
+from bcast import BroadcastError, engine, ops
 from bcast.engine import parallel
 a, b = np.ones((512, 512)), np.arange(512.0)
 with engine.settings(threads=2, parallel_min=1, compiled=False):
@@ -278,3 +278,71 @@ def test_where_replays_its_plan_and_reads_new_values() -> None:
             ops.where(condition, x, y, out=out)
         with pytest.raises(TypeError, match="same dtype"):  # never planned, never kept
             ops.where(condition, x, y.astype(np.float64))
+
+
+def test_expand_replays_its_plan_for_any_spelling_of_the_target() -> None:
+    x = np.arange(64, dtype=np.float32)
+    out = np.empty((300, 64), np.float32)
+    targets = ([300, 64], (300, 64), np.array([300, 64]), np.array([300, 64], np.int32))
+    with engine.settings(**COMPILED):
+        before = engine.call_cache_info()
+        for step, target in enumerate(targets):
+            x += step  # new values, the same array
+            want = np.broadcast_to(x, (300, 64))
+            same_bits(ops.expand(x, target, out=out), want)
+            same_bits(ops.expand(x, target), want)  # no out=: its own plan
+        after = engine.call_cache_info()
+        assert (after.misses - before.misses, after.hits - before.hits) == (2, 6)
+        same_bits(ops.expand(x[:, None], [64, 300]), np.broadcast_to(x[:, None], (64, 300)))
+        assert engine.call_cache_info().misses == after.misses + 1  # another layout
+        out.flags.writeable = False  # a replay still refuses a read-only out=
+        with pytest.raises(ValueError, match="read-only"):
+            ops.expand(x, [300, 64], out=out)
+
+
+@pytest.mark.parametrize(
+    ("target", "error"),
+    [
+        ([True, 64], TypeError),  # == [1, 64] as a dict key
+        ([1.0, 64], TypeError),
+        ((np.int64(1), 64), None),  # a NumPy int: the full path takes it, unplanned
+        (np.array([1.0, 64.0]), TypeError),
+        ([-1, 64], BroadcastError),  # never planned, so never replayed
+    ],
+)
+def test_a_target_only_the_full_path_can_judge_is_never_replayed(
+    target: object, error: type[Exception] | None
+) -> None:
+    x = np.arange(64, dtype=np.float32)
+    with engine.settings(**COMPILED):
+        same_bits(ops.expand(x, [1, 64]), x[None, :])  # planned
+        for _ in range(2):
+            planned = engine.call_cache_info()
+            if error is None:
+                same_bits(ops.expand(x, target), x[None, :])
+            else:
+                with pytest.raises(error):
+                    ops.expand(x, target)
+            assert engine.call_cache_info().hits == planned.hits
+
+
+def test_broadcast_plans_by_mode_axis_and_axes_mapping() -> None:
+    data = np.arange(64.0)
+    along_rows = np.broadcast_to(data[:, None], (64, 64))
+    along_columns = np.broadcast_to(data, (64, 64))
+    calls = [
+        ({"axes_mapping": [0], "mode": "explicit"}, along_rows),
+        ({"axes_mapping": [1], "mode": "explicit"}, along_columns),
+        ({"mode": "numpy"}, along_columns),
+        ({"mode": "pdpd", "axis": 0}, along_rows),
+        ({"mode": "pdpd", "axis": 1}, along_columns),
+    ]
+    with engine.settings(**COMPILED):
+        before = engine.call_cache_info()
+        for _ in range(2):
+            for given, want in calls:
+                mapping = given.get("axes_mapping")
+                mode, axis = given["mode"], given.get("axis", -1)
+                same_bits(ops.broadcast(data, [64, 64], mapping, mode=mode, axis=axis), want)
+        after = engine.call_cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (5, 5)

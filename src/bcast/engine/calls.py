@@ -37,6 +37,9 @@ from bcast.engine.numpy_path import (
 
 __all__ = ["Call", "CallCache", "CacheInfo", "call_cache_info", "clear_call_caches", "prepare"]
 
+_RIGHT_ALIGNED: Final = (Mode.NUMPY, Mode.UNIDIRECTIONAL, Mode.BIDIRECTIONAL)
+"""Rules that align shapes at the right, as NumPy does: the operands need no reshape."""
+
 _ONE: Final = 0  # one kernel call in the caller's thread
 _COMPILED: Final = 1  # the compiled runner (NumPy's path where it declines a call)
 _BLOCKS: Final = 2  # NumPy's path: blocks on threads
@@ -57,6 +60,7 @@ class Call:
         "_op",
         "_plan",
         "_runner",
+        "_slots",
         "calls",
         "dtype",
         "shape",
@@ -72,6 +76,7 @@ class Call:
         how: int,
         runner: Any,
         aligned: bool,
+        slots: Sequence[int] | None = None,
     ) -> None:
         self._op = op
         self._plan = plan
@@ -81,6 +86,7 @@ class Call:
         self._how = how
         self._runner = runner
         self._aligned = aligned  # the operands are passed as they are (NumPy aligns them)
+        self._slots = slots  # the plan operand of each operand (None: the same index)
         self.calls = 0  # how many times it ran
 
     def __call__(self, operands: Sequence[Any], out: Any = None) -> Any:
@@ -107,9 +113,7 @@ class Call:
         return self._numpy(operands, out) if out is not None else self._fresh(operands, result)
 
     def _views(self, operands: Sequence[Any]) -> list[Any]:
-        return [
-            aligned_view(x, self._plan, k, broadcast=False, xp=None) for k, x in enumerate(operands)
-        ]
+        return _aligned(self._plan, operands, self._slots)
 
     def _numpy(self, operands: Sequence[Any], out: Any) -> Any:
         """NumPy's path (no compiled walker), with every check, into ``out``."""
@@ -132,6 +136,14 @@ def _overlaps(out: Any, operands: Sequence[Any]) -> bool:
     return any(np.may_share_memory(out, x) for x in operands)
 
 
+def _aligned(plan: Plan, operands: Sequence[Any], slots: Sequence[int] | None) -> list[Any]:
+    indices = range(len(operands)) if slots is None else slots
+    return [
+        aligned_view(x, plan, k, broadcast=False, xp=None)
+        for x, k in zip(operands, indices, strict=True)
+    ]
+
+
 def prepare(
     op: str,
     plan: Plan,
@@ -140,12 +152,14 @@ def prepare(
     *,
     dtype: Any,
     out: Any,
+    slots: Sequence[int] | None = None,
 ) -> Call | None:
     """Plan a call of ``kernel`` on NumPy arrays once; return it, or None to use `execute`.
 
     None where the call is not of the kind a `Call` replays: operands or an ``out=`` that
     are not NumPy arrays of native byte order, an ``out=`` that `execute` would refuse (it
-    then raises). Raises what `execute` raises for the result's size.
+    then raises). Raises what `execute` raises for the result's size. ``slots``: the plan
+    operand of each operand, as `execute` takes it.
 
     >>> import numpy as np
     >>> import bcast
@@ -169,9 +183,9 @@ def prepare(
         and out.flags.writeable
     ):
         return None
-    views = [aligned_view(x, plan, k, broadcast=False, xp=None) for k, x in enumerate(operands)]
+    views = _aligned(plan, operands, slots)
     pairs = zip(views, operands, strict=True)
-    aligned = plan.mode is Mode.NUMPY or all(v.shape == x.shape for v, x in pairs)
+    aligned = plan.mode in _RIGHT_ALIGNED or all(v.shape == x.shape for v, x in pairs)
     target = out if out is not None else allocate(op, shape, dtype)
     work = target.size * kernel.cost
     try_compiled, split = config.route(kernel.blockwise, target.size, work, config.get_settings())
@@ -182,7 +196,7 @@ def prepare(
         how = _COMPILED
     else:
         how = _BLOCKS if split else _ONE
-    return Call(op, plan, kernel, shape, dtype, how, runner, aligned)
+    return Call(op, plan, kernel, shape, dtype, how, runner, aligned, slots)
 
 
 class CacheInfo(NamedTuple):

@@ -14,9 +14,10 @@ from bcast.core.errors import BroadcastError
 from bcast.core.modes import BroadcastModeName, Mode
 from bcast.core.planning import plan
 from bcast.core.shape import ShapeLike
-from bcast.engine import execute
+from bcast.engine import execute, prepare_call
 from bcast.ops import _kernels
 from bcast.ops._common import check_operands
+from bcast.ops._tiny import BROADCAST_CALLS, EXPAND_CALLS, dims_key, key_of
 
 __all__ = ["broadcast", "expand"]
 
@@ -62,10 +63,22 @@ def expand(x: ArrayT, shape: ShapeLike, /, *, out: ArrayT | None = None) -> Arra
     >>> bcast.ops.expand(np.array([1, 2, 3]), [1]).shape
     (3,)
     """
+    key = _call_key(x, out, shape)
+    if key is not None:
+        call = EXPAND_CALLS.lookup(key)
+        if call is not None:  # planned by an earlier call of this call site
+            replayed: ArrayT = call((x,), out)
+            return replayed
     checked = check_operands("expand", ("x",), (x,))
     (x,) = checked.operands
     target = static_shape(shape, "shape")
     the_plan = plan(checked.lib.dims(x), target, mode="bidirectional")
+    if key is not None:
+        call = prepare_call("expand", the_plan, _kernels.COPY, (x,), dtype=checked.dtype, out=out)
+        if call is not None:  # kept for the next call of this call site
+            EXPAND_CALLS.put(key, call)
+            planned: ArrayT = call((x,), out)
+            return planned
     result: ArrayT = execute(
         "expand", the_plan, _kernels.COPY, (x,), dtype=checked.dtype, out=out, lib=checked.lib
     )
@@ -140,6 +153,12 @@ def broadcast(
     ...
     bcast.BroadcastError: unidirectional: cannot broadcast [2,1] and [2] at axis 1: ...
     """
+    key = _broadcast_key(data, out, target_shape, axes_mapping, mode, axis)
+    if key is not None:
+        call = BROADCAST_CALLS.lookup(key)
+        if call is not None:  # planned by an earlier call of this call site
+            replayed: ArrayT = call((data,), out)
+            return replayed
     checked = check_operands("broadcast", ("data",), (data,))
     (data,) = checked.operands
     parsed = Mode.parse(mode)
@@ -152,6 +171,20 @@ def broadcast(
     the_plan, index = plan_to_target(
         checked.lib.dims(data), target, mode=parsed, axis=axis, axes_mapping=axes_mapping
     )
+    if key is not None:
+        call = prepare_call(
+            "broadcast",
+            the_plan,
+            _kernels.COPY,
+            (data,),
+            dtype=checked.dtype,
+            out=out,
+            slots=(index,),
+        )
+        if call is not None:  # kept for the next call of this call site
+            BROADCAST_CALLS.put(key, call)
+            planned: ArrayT = call((data,), out)
+            return planned
     result: ArrayT = execute(
         "broadcast",
         the_plan,
@@ -163,3 +196,25 @@ def broadcast(
         slots=(index,),
     )
     return result
+
+
+def _call_key(x: object, out: object, target: object) -> tuple[object, ...] | None:
+    """Return the key of a call on a NumPy array to a target of Python ints, or None."""
+    key = key_of((x,), out)
+    if key is None:
+        return None
+    dims = dims_key(target)
+    return None if dims is None else (*key, dims)
+
+
+def _broadcast_key(
+    data: object, out: object, target: object, axes_mapping: object, mode: object, axis: object
+) -> tuple[object, ...] | None:
+    """`_call_key` with Broadcast's parameters, or None where one is not of a plain type."""
+    key = _call_key(data, out, target)
+    if key is None or type(axis) is not int or not (type(mode) is str or type(mode) is Mode):
+        return None
+    if axes_mapping is None:
+        return (*key, None, mode, axis)
+    mapping = dims_key(axes_mapping)
+    return None if mapping is None else (*key, mapping, mode, axis)

@@ -19,7 +19,17 @@ from bcast.engine import guard as _guard
 from bcast.ops import _kernels
 from bcast.ops._dtypes import FLOAT, SIGNATURES, fixed_output
 
-__all__ = ["CALLS", "WHERE_CALLS", "call_key", "kernel_for", "key_of", "tiny_path"]
+__all__ = [
+    "BROADCAST_CALLS",
+    "CALLS",
+    "EXPAND_CALLS",
+    "WHERE_CALLS",
+    "call_key",
+    "dims_key",
+    "kernel_for",
+    "key_of",
+    "tiny_path",
+]
 
 _NDARRAY: Final = np.ndarray
 _DEFAULT_AXIS: Final = -1  # compared by identity: any other object takes the full path
@@ -62,6 +72,11 @@ CALLS: Final = {op: engine.CallCache(limit=64) for op in _TINY}
 """Each binary operator's planned calls (`bcast.engine.Call`) by call-site key (`call_key`)."""
 WHERE_CALLS: Final = engine.CallCache(limit=64)
 """Where's planned calls by call-site key (`key_of`)."""
+EXPAND_CALLS: Final = engine.CallCache(limit=64)
+"""Expand's planned calls by call-site key (`key_of` and the target's `dims_key`)."""
+BROADCAST_CALLS: Final = engine.CallCache(limit=64)
+"""Broadcast's planned calls by call-site key (`key_of`, the target's `dims_key`, the
+mode, axis and axes mapping)."""
 
 
 def call_key(a: Any, b: Any, out: Any) -> tuple[Any, ...] | None:
@@ -105,6 +120,30 @@ def key_of(operands: tuple[Any, ...], out: Any) -> tuple[Any, ...] | None:
     if type(out) is not _NDARRAY:
         return None
     return (*key, out.shape, out.strides, out.dtype)
+
+
+def dims_key(dims: Any) -> tuple[int, ...] | None:
+    """Return a target shape given as Python ints (a tuple, list or 1-D integer array) as a key.
+
+    None for anything else (a `bcast.Shape`, a string, floats, bools, NumPy scalars): those
+    take the operator's full path, which explains what is wrong with them. Only exact
+    ``int`` entries make a key, so a key never stands for a value the full path refuses.
+
+    >>> import numpy as np
+    >>> dims_key([2, 3]), dims_key(np.array([2, 3])), dims_key([2.0, 3]), dims_key([True])
+    ((2, 3), (2, 3), None, None)
+    """
+    kind = type(dims)
+    if kind is _NDARRAY:
+        if dims.ndim != 1 or dims.dtype.kind not in "iu":
+            return None
+        dims = dims.tolist()  # Python ints
+    elif kind is not tuple and kind is not list:
+        return None
+    for d in dims:
+        if type(d) is not int:
+            return None
+    return tuple(dims)
 
 
 # A Python int of these ranges fits every dtype of the kind, so no exact check is needed.
