@@ -13,10 +13,11 @@ from bcast.arrays.views import ArrayT
 from bcast.core.errors import BroadcastError
 from bcast.core.modes import BroadcastModeName, Mode
 from bcast.core.planning import plan
+from bcast.core.plans import Plan
 from bcast.core.shape import ShapeLike
-from bcast.engine import execute, prepare_call
+from bcast.engine import CallCache, execute, prepare_call
 from bcast.ops import _kernels
-from bcast.ops._common import check_operands
+from bcast.ops._common import Checked, check_operands
 from bcast.ops._tiny import BROADCAST_CALLS, EXPAND_CALLS, dims_key, key_of
 
 __all__ = ["broadcast", "expand"]
@@ -73,16 +74,7 @@ def expand(x: ArrayT, shape: ShapeLike, /, *, out: ArrayT | None = None) -> Arra
     (x,) = checked.operands
     target = static_shape(shape, "shape")
     the_plan = plan(checked.lib.dims(x), target, mode="bidirectional")
-    if key is not None:
-        call = prepare_call("expand", the_plan, _kernels.COPY, (x,), dtype=checked.dtype, out=out)
-        if call is not None:  # kept for the next call of this call site
-            EXPAND_CALLS.put(key, call)
-            planned: ArrayT = call((x,), out)
-            return planned
-    result: ArrayT = execute(
-        "expand", the_plan, _kernels.COPY, (x,), dtype=checked.dtype, out=out, lib=checked.lib
-    )
-    return result
+    return _copy("expand", EXPAND_CALLS, key, the_plan, x, checked, out)
 
 
 def broadcast(
@@ -171,30 +163,32 @@ def broadcast(
     the_plan, index = plan_to_target(
         checked.lib.dims(data), target, mode=parsed, axis=axis, axes_mapping=axes_mapping
     )
+    return _copy("broadcast", BROADCAST_CALLS, key, the_plan, data, checked, out, (index,))
+
+
+def _copy(
+    op: str,
+    calls: CallCache,
+    key: tuple[object, ...] | None,
+    the_plan: Plan,
+    data: ArrayT,
+    checked: Checked,
+    out: ArrayT | None,
+    slots: tuple[int, ...] | None = None,
+) -> ArrayT:
+    """Copy ``data`` into the plan's output: by a call kept in ``calls`` under ``key``, or not."""
     if key is not None:
         call = prepare_call(
-            "broadcast",
-            the_plan,
-            _kernels.COPY,
-            (data,),
-            dtype=checked.dtype,
-            out=out,
-            slots=(index,),
+            op, the_plan, _kernels.COPY, (data,), dtype=checked.dtype, out=out, slots=slots
         )
         if call is not None:  # kept for the next call of this call site
-            BROADCAST_CALLS.put(key, call)
+            calls.put(key, call)
             planned: ArrayT = call((data,), out)
             return planned
     result: ArrayT = execute(
-        "broadcast",
-        the_plan,
-        _kernels.COPY,
-        (data,),
-        dtype=checked.dtype,
-        out=out,
-        lib=checked.lib,
-        slots=(index,),
-    )
+        op, the_plan, _kernels.COPY, (data,), dtype=checked.dtype, out=out, lib=checked.lib,
+        slots=slots,
+    )  # fmt: skip
     return result
 
 
