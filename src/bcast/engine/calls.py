@@ -23,7 +23,6 @@ import numpy as np
 
 from bcast.arrays.targets import check_result_shape
 from bcast.arrays.views import aligned_view, output_shape
-from bcast.core.modes import Mode
 from bcast.core.plans import Plan
 from bcast.engine import config
 from bcast.engine.kernel import Kernel
@@ -36,9 +35,6 @@ from bcast.engine.numpy_path import (
 )
 
 __all__ = ["Call", "CallCache", "CacheInfo", "call_cache_info", "clear_call_caches", "prepare"]
-
-_RIGHT_ALIGNED: Final = (Mode.NUMPY, Mode.UNIDIRECTIONAL, Mode.BIDIRECTIONAL)
-"""Rules that align shapes at the right, as NumPy does: the operands need no reshape."""
 
 _ONE: Final = 0  # one kernel call in the caller's thread
 _COMPILED: Final = 1  # the compiled runner (NumPy's path where it declines a call)
@@ -113,7 +109,7 @@ class Call:
         return self._numpy(operands, out) if out is not None else self._fresh(operands, result)
 
     def _views(self, operands: Sequence[Any]) -> list[Any]:
-        return _aligned(self._plan, operands, self._slots)
+        return _views_of(self._plan, operands, self._slots)
 
     def _numpy(self, operands: Sequence[Any], out: Any) -> Any:
         """NumPy's path (no compiled walker), with every check, into ``out``."""
@@ -136,7 +132,7 @@ def _overlaps(out: Any, operands: Sequence[Any]) -> bool:
     return any(np.may_share_memory(out, x) for x in operands)
 
 
-def _aligned(plan: Plan, operands: Sequence[Any], slots: Sequence[int] | None) -> list[Any]:
+def _views_of(plan: Plan, operands: Sequence[Any], slots: Sequence[int] | None) -> list[Any]:
     indices = range(len(operands)) if slots is None else slots
     return [
         aligned_view(x, plan, k, broadcast=False, xp=None)
@@ -183,9 +179,11 @@ def prepare(
         and out.flags.writeable
     ):
         return None
-    views = _aligned(plan, operands, slots)
+    views = _views_of(plan, operands, slots)
+    # NumPy aligns shapes at the right: an operand whose view only prepends ones to its
+    # shape (any rule that aligns at the right, as NumPy does) is passed as it is.
     pairs = zip(views, operands, strict=True)
-    aligned = plan.mode in _RIGHT_ALIGNED or all(v.shape == x.shape for v, x in pairs)
+    aligned = all(v.shape == (1,) * (v.ndim - x.ndim) + x.shape for v, x in pairs)
     target = out if out is not None else allocate(op, shape, dtype)
     work = target.size * kernel.cost
     try_compiled, split = config.route(kernel.blockwise, target.size, work, config.get_settings())
