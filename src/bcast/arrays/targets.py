@@ -19,6 +19,7 @@ __all__ = [
     "MAX_RANK",
     "check_array_shape",
     "check_result_shape",
+    "int_dims",
     "plan_to_target",
     "static_shape",
 ]
@@ -32,16 +33,33 @@ _MAX_BYTES: Final = 2**63 - 1  # NumPy's intp: sizes and byte counts must fit in
 _TARGET_FIRST: Final = (Mode.NUMPY, Mode.UNIDIRECTIONAL, Mode.PDPD, Mode.NONE)
 
 
+def int_dims(dims: object) -> tuple[int, ...] | None:
+    """Return ``dims`` as a tuple if it is a tuple or list of Python ints (no bools), else None.
+
+    A tuple's subclass (``torch.Size``) counts as a tuple.
+
+    >>> int_dims([2, 3]), int_dims((2.0, 3)), int_dims([True]), int_dims("[2,3]")
+    ((2, 3), None, None, None)
+    """
+    if not isinstance(dims, (tuple, list)):
+        return None
+    for d in dims:
+        if type(d) is not int:
+            return None
+    return tuple(dims)
+
+
 def static_shape(shape: ShapeLike, what: str) -> tuple[int, ...]:
     """Normalise a target shape to a tuple of ints (the form `plan` caches).
 
     >>> static_shape([2, 3], "shape"), static_shape("[4]", "shape")
     ((2, 3), (4,))
     """
-    if isinstance(shape, (tuple, list)) and all(type(d) is int for d in shape):
-        if any(d < 0 for d in shape):
-            as_shape(tuple(shape))  # raises the shape layer's error for negative dims
-        return tuple(shape)
+    dims = int_dims(shape)
+    if dims is not None:
+        if any(d < 0 for d in dims):
+            as_shape(dims)  # raises the shape layer's error for negative dims
+        return dims
     normal = as_shape(shape)
     if not normal.is_static:
         raise BroadcastError(f"{what} must be static to broadcast an array; got {normal}")

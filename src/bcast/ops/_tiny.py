@@ -14,6 +14,7 @@ from typing import Any, Final, TypeVar
 import numpy as np
 
 from bcast import engine
+from bcast.arrays.targets import int_dims
 from bcast.engine import Kernel
 from bcast.engine import guard as _guard
 from bcast.ops import _kernels
@@ -127,23 +128,18 @@ def dims_key(dims: Any) -> tuple[int, ...] | None:
 
     None for anything else (a `bcast.Shape`, a string, floats, bools, NumPy scalars): those
     take the operator's full path, which explains what is wrong with them. Only exact
-    ``int`` entries make a key, so a key never stands for a value the full path refuses.
+    ``int`` entries make a key (`bcast.arrays.targets.int_dims`, the rule `static_shape`
+    takes them by), so a key never stands for a value the full path refuses.
 
     >>> import numpy as np
     >>> dims_key([2, 3]), dims_key(np.array([2, 3])), dims_key([2.0, 3]), dims_key([True])
     ((2, 3), (2, 3), None, None)
     """
-    kind = type(dims)
-    if kind is _NDARRAY:
+    if type(dims) is _NDARRAY:
         if dims.ndim != 1 or dims.dtype.kind not in "iu":
             return None
         dims = dims.tolist()  # Python ints
-    elif kind is not tuple and kind is not list:
-        return None
-    for d in dims:
-        if type(d) is not int:
-            return None
-    return tuple(dims)
+    return int_dims(dims)
 
 
 # A Python int of these ranges fits every dtype of the kind, so no exact check is needed.
