@@ -24,9 +24,14 @@ def compiled_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
     """Record (operation, whether the compiled path ran) for each call of a compiled `Runner`.
 
     Every NumPy call whose kernel the compiled path accepts calls one (a repeated call
-    replays the runner its first call prepared).
+    replays the runner its first call prepared). float32 Pow is compiled on every CPU here:
+    the compiled kernel is what these tests check, also on a CPU where the engine would
+    leave Pow to NumPy's own vector loop (`bcast.engine.compiled.numpy_power_vectorised`).
     """
+    from bcast.engine import compiled
     from bcast.engine.runner import Runner
+
+    monkeypatch.setattr(compiled, "numpy_power_vectorised", lambda: False)
 
     seen: list[tuple[str, bool]] = []
     real = Runner.__call__

@@ -156,13 +156,28 @@ def test_the_signatures_are_the_kernels_calls_compile(
     assert len(store._done) == 4 and set(store._done) <= known
 
 
-def test_warm_compiles_what_it_is_asked(capsys: pytest.CaptureFixture[str]) -> None:
+def test_warm_compiles_what_it_is_asked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(_compiled, "numpy_power_vectorised", lambda: False)
     seen: list[tuple[str, bool]] = []
     assert _compiled.warm(["pow"], lambda kernel, ready, s: seen.append((kernel, ready))) == 1
     assert seen == [("pow(float32,float32,float32,float32)", True)]
     assert warm.main(["--ops", "pow"]) == 0
     assert "1 of 1 kernels ready" in capsys.readouterr().out
     assert warm.main(["--ops", "pow,nonsense"]) == 2
+
+
+def test_warm_says_which_operations_have_no_kernel_on_this_machine(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # where NumPy's float32 power is vector code, Pow has no kernel: nothing to wait for
+    monkeypatch.setattr(_compiled, "numpy_power_vectorised", lambda: True)
+    assert _compiled.signatures(["pow"]) == []
+    assert warm.main(["--list", "--ops", "pow,xor"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("pow: no kernel to compile on this machine, NumPy computes it")
+    assert out[1:] == ["xor(bool,bool,bool,bool)"]
 
 
 def _python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

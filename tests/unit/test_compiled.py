@@ -445,6 +445,52 @@ def test_pow_other_dtypes_stay_on_numpy(calls: list[tuple[str, bool]]) -> None:
     assert calls == []
 
 
+def test_pow_is_left_to_numpy_where_numpy_has_a_vector_loop_for_it(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> None:
+    # On an AVX-512 CPU NumPy's float32 power is vector code, faster on the engine's threads
+    # than the compiled polynomial: Pow runs on NumPy's path there, NumPy's bits exactly
+    monkeypatch.setattr(_compiled, "numpy_power_vectorised", lambda: True)
+    rng = np.random.default_rng(10)
+    base = rng.uniform(0.5, 2, (60, 100)).astype(np.float32)
+    exponent = rng.uniform(-3, 3, (100,)).astype(np.float32)
+    f4 = np.zeros(3, np.float32)
+    assert not _compiled.accepts("pow", f4, [f4, f4])
+    assert _compiled.accepts("add", f4, [f4, f4])
+    with engine.settings(**FORCED):
+        for _ in range(2):  # planned, then replayed
+            same_bits(ops.pow(base, exponent), np.power(base, exponent))
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("report", "vectorised"),
+    [
+        ({"power": {"fff": {"current": "X86_V4", "available": "X86_V4 baseline(X86_V2)"}}}, True),
+        ({"power": {"fff": {"current": "baseline(X86_V2)", "available": "..."}}}, False),
+        ({}, False),  # no dispatched loop reported for float32 power
+        (AttributeError, False),  # a NumPy without the report
+    ],
+)
+def test_numpy_power_vectorised_reads_numpys_report_of_its_loops(
+    monkeypatch: pytest.MonkeyPatch, report: Any, vectorised: bool
+) -> None:
+    from numpy.lib import introspect
+
+    def opt_func_info(func_name: str, signature: str) -> Any:
+        assert (func_name, signature) == ("^power$", "^float32$")
+        if report is AttributeError:
+            raise AttributeError("no opt_func_info")
+        return report
+
+    monkeypatch.setattr(introspect, "opt_func_info", opt_func_info)
+    _compiled.numpy_power_vectorised.cache_clear()
+    try:
+        assert _compiled.numpy_power_vectorised() is vectorised
+    finally:
+        _compiled.numpy_power_vectorised.cache_clear()
+
+
 def test_a_kernel_numba_cannot_compile_warns_once_and_numpy_computes(
     monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
 ) -> None:

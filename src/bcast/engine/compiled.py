@@ -17,9 +17,11 @@ multiplication and division in the operands' own dtype (``error_model="numpy"``:
 inf), integers wrapping, comparisons, logical operators on booleans, and pure bit copies
 (Copy; Where's select in bit arithmetic on same-width unsigned views). float32 Pow is a
 vectorised polynomial within one unit in the last place of NumPy's ``powf``, which computes
-its special operands itself. The engine uses this path only for operands it accepts
-(`accepts`) and layouts it takes (naturally aligned elements, strides that are not negative)
-and falls back to NumPy otherwise, and entirely when numba is missing or
+its special operands itself; where NumPy has a vector loop of its own for float32 power on
+this CPU (`numpy_power_vectorised`: AVX-512), that loop on the engine's threads is faster,
+and Pow stays on NumPy's path, NumPy's results bit for bit. The engine uses this path only
+for operands it accepts (`accepts`) and layouts it takes (naturally aligned elements, strides
+that are not negative) and falls back to NumPy otherwise, and entirely when numba is missing or
 ``BCAST_COMPILED=0``.
 
 numba is imported on the first large call, not with ``bcast``
@@ -157,6 +159,33 @@ def enabled() -> bool:
     return bool(_state["installed"])
 
 
+@functools.cache
+def numpy_power_vectorised() -> bool:
+    """Tell whether NumPy's own float32 power runs a vector loop on this CPU.
+
+    NumPy reports which of its compiled loops each ufunc runs on this CPU
+    (``numpy.lib.introspect.opt_func_info``, NumPy 2). Its float32 power has a vector loop
+    (SVML) for AVX-512 CPUs, and elsewhere calls the C library's ``powf`` per element. On
+    the 2-core AVX-512 Xeon of ``docs/benchmarks-xeon.md``, NumPy's vector loop on the
+    engine's two threads took 32 ms for (64,1024,1024) ** (1024,) and the compiled
+    polynomial 82 ms, so where NumPy has one, float32 Pow is not compiled (`accepts`). A
+    NumPy without the report counts as having none.
+
+    >>> isinstance(numpy_power_vectorised(), bool)
+    True
+    """
+    try:
+        from numpy.lib.introspect import opt_func_info
+
+        loops = opt_func_info(func_name="^power$", signature="^float32$").get("power", {})
+    except (ImportError, AttributeError):  # NumPy 1.x: no report of its loops
+        return False
+    return any(
+        isinstance(info, dict) and not str(info.get("current", "baseline")).startswith("baseline")
+        for info in loops.values()
+    )
+
+
 def _native(dtype: np.dtype[Any]) -> bool:
     return dtype.isnative and not dtype.hasobject and dtype.fields is None
 
@@ -192,7 +221,7 @@ def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
     if out.dtype != dtypes[0]:
         return False
     allowed = {"float": _FLOAT, "float32": {"f"}}.get(rule, _NUMERIC - {"?"})
-    return char in allowed
+    return char in allowed and not (name == "pow" and numpy_power_vectorised())
 
 
 def prepare(
@@ -414,7 +443,7 @@ def signatures(names: Iterable[str] | None = None) -> list[tuple[str, tuple[np.d
 
     >>> ("add", (np.dtype("float32"),) * 4) in signatures(["add"])
     True
-    >>> len(signatures(["pow"]))
+    >>> len(signatures(["xor"]))
     1
     """
     found: dict[tuple[str, tuple[np.dtype[Any], ...]], None] = {}

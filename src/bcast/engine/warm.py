@@ -10,8 +10,9 @@ a kernel compiles::
     python -m bcast.engine.warm --ops add,pow   # only these operations
     python -m bcast.engine.warm --list          # what there is to compile
 
-numba's cache is per machine (it holds code for this CPU) and per environment
-(``NUMBA_CACHE_DIR`` moves it).
+An operation NumPy computes faster on this machine has no kernel (float32 Pow where NumPy's
+own power is vector code: AVX-512). numba's cache is per machine (it holds code for this
+CPU) and per environment (``NUMBA_CACHE_DIR`` moves it).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     0 when every kernel is ready; 1 when some could not be compiled or the compiled path is
     off (numba missing, ``BCAST_COMPILED=0``); 2 for an unknown operation.
 
-    >>> main(["--list", "--ops", "pow"])
-    pow(float32,float32,float32,float32)
+    >>> main(["--list", "--ops", "xor"])
+    xor(bool,bool,bool,bool)
     0
     """
     parser = argparse.ArgumentParser(
@@ -48,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"unknown operation(s) {', '.join(unknown)}; known: {known}", file=sys.stderr)
         return 2
     kernels = compiled.signatures(names)
+    for name in sorted(set(names or ()) - {name for name, _ in kernels}):
+        why = " (NumPy's own float32 power is vector code on this CPU)" if name == "pow" else ""
+        print(f"{name}: no kernel to compile on this machine, NumPy computes it{why}")
     if args.list:
         for name, dtypes in kernels:
             print(f"{name}({','.join(str(d) for d in dtypes)})")
