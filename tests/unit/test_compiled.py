@@ -540,15 +540,14 @@ def test_the_walker_never_streams_where_it_cannot_align() -> None:
     x = np.arange(4099, dtype=np.float32)
     x.flags.writeable = False
     walk = _numba_kernels.walker("add", [out.dtype] * 4)
-    strides = np.zeros((4, 2), np.int64)
-    strides[:, 1] = 1
-    where = np.array([out.__array_interface__["data"][0]] + [x.ctypes.data] * 3, np.int64)
+    layout = np.zeros((5, 2), np.int64)  # the strides, then the shape
+    layout[:4, 1] = 1
+    layout[4] = [1, 4099]
+    addresses = [out.__array_interface__["data"][0]] + [x.ctypes.data] * 3
     walk(
-        where,
+        np.array([*addresses, 0], np.int64),  # then one part's counter of rows claimed
         *[out.dtype] * 4,
-        strides,
-        np.array([1, 4099], np.int64),
-        np.zeros(1, np.int64),
+        layout,
         1,
         True,
         0,

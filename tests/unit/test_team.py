@@ -95,13 +95,11 @@ def _walk(out: np.ndarray, a: np.ndarray, parts: int, home: int, board: Any, hel
     """Call the walker of float64 add directly on contiguous ``out = a + a``; return counters."""
     walker = _kernels.walker("add", [out.dtype] * 4)
     rows, n = out.shape
-    strides = np.zeros((4, 2), np.int64)
-    strides[:, 0], strides[:, 1] = n, 1
-    where = np.array([out.ctypes.data] + [a.ctypes.data] * 3, np.int64)
-    claimed = np.zeros(parts, np.int64)
-    walker(where, *[out.dtype] * 4, strides, np.array([rows, n], np.int64), claimed, 2, False,
-           home, board, helpers)  # fmt: skip
-    return claimed
+    layout = np.zeros((5, 2), np.int64)  # the strides, then the shape
+    layout[:4, 0], layout[:4, 1], layout[4] = n, 1, (rows, n)
+    where = np.array([out.ctypes.data] + [a.ctypes.data] * 3 + [0] * parts, np.int64)
+    walker(where, *[out.dtype] * 4, layout, 2, False, home, board, helpers)
+    return where[4:]  # the rows claimed of each part
 
 
 def test_one_thread_walks_every_part_its_own_first() -> None:

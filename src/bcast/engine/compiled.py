@@ -314,13 +314,10 @@ def _plan_walk(
         dtypes.append(dtypes[1])
         strides[k] = strides[1]
     shape = [1] * (MAX_RANK - rank) + [n for n, _ in axes]
-    steps = np.array(strides, np.int64)
-    lengths = np.array(shape, np.int64)
     return Walk(
         tuple(tiles),
         tuple(dtypes),
-        steps,
-        lengths,
+        np.array([*strides, shape], np.int64),
         math.prod(shape[:-1]),
         shape[-1] * out.itemsize,
     )

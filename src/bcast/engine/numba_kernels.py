@@ -43,14 +43,12 @@ def _gather(buf: Any, base: Any, offset: int, step: int, n: int) -> None:
 @njit(nogil=True, error_model="numpy", cache=True)
 def walk(
     op: Any,
-    addresses: Any,
+    where: Any,
     out_dtype: Any,
     x_dtype: Any,
     y_dtype: Any,
     z_dtype: Any,
-    strides: Any,
-    shape: Any,
-    claimed: Any,
+    layout: Any,
     chunk: int,
     stream: bool,
     home: int,
@@ -59,22 +57,26 @@ def walk(
 ) -> None:
     """Compute rows of the output, ``chunk`` at a time, until every row is claimed.
 
-    The output and the operands x, y, z are the arrays at ``addresses`` (their dtypes
-    follow); ``shape`` is the output's (the last axis: one row); ``strides[k]`` are, in
-    elements and none negative, the output's (k = 0) and the operands' strides on each
-    axis, 0 where stretched. An operand whose row is not contiguous is gathered into a
-    buffer first (a stretched one only when its value changes); x or y stretched over the
-    row is read as one value instead (the row's kind).
+    The output and the operands x, y, z are the arrays at the addresses ``where[:4]``
+    (their dtypes follow). ``layout[4]`` is the output's shape (the last axis: one row);
+    ``layout[k]`` (k < 4) are, in elements and none negative, the output's (k = 0) and the
+    operands' strides on each axis, 0 where stretched. (Two arrays where there could be
+    four: each array argument costs the call about 50 ns.) An operand whose row is not
+    contiguous is gathered into a buffer first (a stretched one only when its value
+    changes); x or y stretched over the row is read as one value instead (the row's kind).
 
-    The rows are cut into ``claimed.size`` equal parts, one per thread that runs this on the
-    same arrays; ``claimed[p]`` counts the rows of part ``p`` handed out. A thread takes
-    ``chunk`` rows at a time (an atomic add) from part ``home`` first, then from the others
-    until none are left: each thread writes the same part on every call, whose lines stay in
-    its core's cache, and one that the machine slows takes less. The caller's thread
+    The rows are cut into ``claimed.size`` equal parts (``claimed`` is ``where[4:]``), one
+    per thread that runs this on the same arrays; ``claimed[p]`` counts the rows of part
+    ``p`` handed out. A thread takes ``chunk`` rows at a time (an atomic add) from part
+    ``home`` first, then from the others until none are left: each thread writes the same
+    part on every call, whose lines stay in its core's cache, and one that the machine
+    slows takes less. The caller's thread
     (``helpers`` > 0) posts the walk to that many workers on ``board`` first and joins them
     at the end (`bcast.engine.numba_team`): it returns once no worker writes any more.
     """
     literally(op)
+    addresses, claimed = where[:4], where[4:]
+    strides, shape = layout[:4], layout[4]
     for d in range(shape.size):  # (np.any would allocate)
         if shape[d] == 0:
             return
@@ -95,24 +97,24 @@ def walk(
     rows = 1
     for d in range(rank - 1):
         rows *= shape[d]
-    # One allocation for the counters, one per gathered row (each costs about as much as
-    # a short row of work).
-    scratch = np.zeros(rank + 7, np.int64)
-    index, offsets, last = scratch[: rank - 1], scratch[rank - 1 : rank + 3], scratch[rank + 3 :]
-    last[:] = -1
     sx, sy, sz = strides[1, rank - 1], strides[2, rank - 1], strides[3, rank - 1]
     kind = 1 if sx == 0 else 2 if sy == 0 else 0
     count = arity(op)
     gx = sx != 1 and kind != 1  # the rows gathered
     gy = sy != 1 and kind != 2 and count >= 2
     gz = sz != 1 and count == 3
-    # The rows gathered, into buffers kept until the end; the rows read: a buffer's, or in place.
-    bx = np.empty(n if gx else 0, x_dtype)
-    by = np.empty(n if gy else 0, y_dtype)
-    bz = np.empty(n if gz else 0, z_dtype)
-    rx = pointer(bx.ctypes.data, x_dtype) if gx else x
-    ry = pointer(by.ctypes.data, y_dtype) if gy else y
-    rz = pointer(bz.ctypes.data, z_dtype) if gz else z
+    # One allocation (each costs about as much as a short row of work): the counters, then
+    # a buffer per gathered row, in whole words; the rows read: a buffer's, or in place.
+    wx = (n * itemsize(x) + 7) // 8 if gx else 0
+    wy = (n * itemsize(y) + 7) // 8 if gy else 0
+    wz = (n * itemsize(z) + 7) // 8 if gz else 0
+    scratch = np.zeros(rank + 7 + wx + wy + wz, np.int64)
+    index, offsets, last = scratch[: rank - 1], scratch[rank - 1 : rank + 3], scratch[rank + 3 :]
+    last[:4] = -1
+    buffers = scratch.ctypes.data + 8 * (rank + 7)
+    rx = pointer(buffers, x_dtype) if gx else x
+    ry = pointer(buffers + 8 * wx, y_dtype) if gy else y
+    rz = pointer(buffers + 8 * (wx + wy), z_dtype) if gz else z
     zero = np.uint64(0)
     length = np.uint64(n)
     parts = claimed.size
@@ -166,7 +168,7 @@ def walk(
         fence()
     if helpers > 0:
         join(board, helpers, ticket)
-    scratch[0] = bx.size + by.size + bz.size  # the buffers live until here
+    scratch[0] = 0  # the buffers live until here
 
 
 def walker(name: str, dtypes: list[np.dtype[Any]]) -> Any:
@@ -191,11 +193,9 @@ def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
     code = NAMES.index(name)
     signature = (
         types.literal(code),
-        typeof(np.zeros(4, np.int64)),
+        typeof(np.zeros(5, np.int64)),
         *dtype_types,
-        typeof(np.zeros((4, 1), np.int64)),
-        typeof(np.zeros(1, np.int64)),
-        typeof(np.zeros(1, np.int64)),
+        typeof(np.zeros((5, 1), np.int64)),
         types.int64,
         types.boolean,
         types.int64,

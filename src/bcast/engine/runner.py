@@ -32,8 +32,9 @@ class Walk:
 
     tiles: tuple[_layout.Tile, ...]
     dtypes: tuple[np.dtype[Any], ...]  # as the walker reads them, four
-    steps: np.ndarray[Any, Any]  # (4, MAX_RANK) strides in elements; the walker only reads
-    lengths: np.ndarray[Any, Any]  # (MAX_RANK,) the output's shape; likewise
+    # (5, MAX_RANK): the four arrays' strides in elements, then the output's shape; the
+    # walker only reads it
+    layout: np.ndarray[Any, Any]
     rows: int
     row_bytes: int
 
@@ -127,7 +128,7 @@ class Runner:
             walker = self._find_walker()
             if walker is None:
                 return False
-            self._go = _bind(walker, self._where, walk, self._claimed, self._chunk, self.stream)
+            self._go = _bind(walker, self._where, walk, self._chunk, self.stream)
         if self._enter is None:
             self._enter = self._find_entry()
         return True
@@ -199,16 +200,14 @@ class Runner:
 
 
 def _bind(
-    walker: Any, where: Any, walk: Walk, claimed: Any, chunk: int, stream: bool
+    walker: Any, where: Any, walk: Walk, chunk: int, stream: bool
 ) -> Callable[[int, Any, int], None]:
     """Return ``go(home, board, helpers)``: the walker on these arrays (no Python frame).
 
     It walks part ``home`` of the rows first; ``helpers`` > 0 (the caller's thread) posts
     the walk to that many workers on ``board`` (`bcast.engine.parallel.run_team`).
     """
-    return functools.partial(
-        walker, where[:4], *walk.dtypes, walk.steps, walk.lengths, claimed, chunk, stream
-    )
+    return functools.partial(walker, where, *walk.dtypes, walk.layout, chunk, stream)
 
 
 def _tile_table(
