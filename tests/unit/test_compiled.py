@@ -236,6 +236,39 @@ def test_streaming_into_unaligned_outputs(calls: list[tuple[str, bool]]) -> None
     assert calls and all(done for _, done in calls)
 
 
+@pytest.mark.parametrize(
+    ("op", "dtype"), [("add", "float32"), ("mul", "float64"), ("less", "int16"), ("where", "uint8")]
+)
+def test_plain_stores_into_unaligned_outputs(
+    op: str, dtype: str, calls: list[tuple[str, bool]]
+) -> None:
+    # a long row is stored one element at a time up to a vector-aligned address, then by
+    # the vector loop: outputs at every offset of a line, rows around the length where the
+    # head starts, each operand stretched over the row in turn
+    rng = np.random.default_rng(5)
+    kernels = {"add": np.add, "mul": np.multiply, "less": np.less}
+    width = np.dtype(bool if op == "less" else dtype).itemsize
+    buffer = np.zeros(64 * 300, np.uint8)
+    for offset in range(0, 64, width):
+        for n in (128 // width - 1, 128 // width, 128 // width + 5, 300 // width):
+            for shapes in [((5, 1), (n,)), ((5, n), (1,)), ((5, n), (n,))]:
+                a, b = (_values(rng, s, dtype) for s in shapes)
+                out_dtype = bool if op == "less" else dtype
+                out = buffer[offset : offset + 5 * n * width].view(out_dtype).reshape(5, n)
+                with (
+                    engine.settings(**{**FORCED, "stream_min_bytes": 1 << 40}),
+                    np.errstate(all="ignore"),
+                ):
+                    if op == "where":
+                        mask = _values(rng, (5, n), "bool")
+                        ops.where(mask, a, b, out=out)
+                        same_bits(out, np.where(mask, a, b))
+                    else:
+                        getattr(ops, op)(a, b, out=out)
+                        same_bits(out, kernels[op](a, b))
+    assert calls and all(done for _, done in calls)
+
+
 def test_plain_stores_below_the_streaming_size(calls: list[tuple[str, bool]]) -> None:
     a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)  # above the tiny path's size
     with engine.settings(**{**FORCED, "stream_min_bytes": 1 << 40}):
