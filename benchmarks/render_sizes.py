@@ -24,8 +24,8 @@ FAMILY_COLORS = {
 
 def _size(n: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
+        if n >= scale:  # three digits, four below the next unit (1024 KiB, not 1.02e+03)
+            return f"{n / scale:.3g} {unit}" if n < 1000 * scale else f"{n / scale:.0f} {unit}"
     return f"{n} B"
 
 

@@ -178,6 +178,17 @@ def test_shapes_records_get_ratio_to_fastest_within_case() -> None:
     assert "| `static` | ONNX | skipped |" in md
 
 
+def test_the_size_sweep_heads_its_columns_with_plain_sizes() -> None:
+    # the outer add's sizes are squares, a little under the nominal ones: no exponents
+    peer = {"name": "bcast", "family": "bcast", "status": "ok", "ratio_to_fastest": 1.0}
+    sweep = [
+        {"family": "outer", "dtype": "float64", "output_bytes": size, "peers": [peer]}
+        for size in (90 * 90 * 8, 362 * 362 * 8, 11585 * 11585 * 8)
+    ]
+    text = R.render_markdown(None, None, None, {"sweep": sweep}, None)
+    assert "| peer | 63.3 KiB | 1024 KiB | 1024 MiB |" in text
+
+
 def test_the_size_sweep_renders_ratios_by_size_and_the_first_call() -> None:
     sizes = {
         "quick": True,
