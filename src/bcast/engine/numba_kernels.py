@@ -70,9 +70,9 @@ def walk(
     ``p`` handed out. A thread takes ``chunk`` rows at a time (an atomic add) from part
     ``home`` first, then from the others until none are left: each thread writes the same
     part on every call, whose lines stay in its core's cache, and one that the machine
-    slows takes less. The caller's thread
-    (``helpers`` > 0) posts the walk to that many workers on ``board`` first and joins them
-    at the end (`bcast.engine.numba_team`): it returns once no worker writes any more.
+    slows takes less. The caller's thread (``helpers`` > 0) posts the walk to that many
+    workers on ``board`` first and joins them at the end (`bcast.engine.numba_team`): it
+    returns once no worker writes any more.
     """
     literally(op)
     addresses, claimed = where[:4], where[4:]
