@@ -22,6 +22,7 @@ from bcast.engine import config as _config
 from bcast.engine import layout as _layout
 from bcast.engine import parallel as _parallel
 from bcast.engine.background import Resolver
+from bcast.engine.runner import MAX_RANK
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
@@ -193,6 +194,82 @@ def test_small_compiled_work_takes_fewer_threads(
             same_bits(ops.sub(a, b), a - b)
     assert [options["threads"] for options in run_options] == [3, 3, 2, 1]
     assert calls == [("sub", True)] * 4
+
+
+def _python_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the helpers of each walk the caller's thread starts from Python (``go``)."""
+    from bcast.engine import runner as _runner
+
+    started: list[int] = []
+    real = _runner._bind
+
+    def bind(*args: Any) -> Any:
+        go = real(*args)
+
+        def counted(home: int, board: int, helpers: int) -> None:
+            if home == 0:  # not a worker's share of a walk
+                started.append(helpers)
+            go(home, board, helpers)
+
+        return counted
+
+    monkeypatch.setattr(_runner, "_bind", bind)
+    return started
+
+
+# (a, b, b transposed): a bias (rows in place), an outer add (x one value a row), b strided
+# (its rows gathered into a buffer), b tiled, both stretched on an axis
+ONE_THREAD = [
+    ((50, 64), (64,), False),
+    ((70, 1), (1, 90), False),
+    ((40, 30), (40, 30), True),
+    ((200, 6, 40), (6, 40), False),
+    ((30, 1, 17), (1, 20, 1), False),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "uint8"])
+def test_one_thread_replays_run_the_walk_inside_the_compiled_entry(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]], dtype: str
+) -> None:
+    # one thread: the entry calls the walker's machine code, and Python starts no walk;
+    # each replay of a call site on new values, NumPy's bits exactly
+    started = _python_walks(monkeypatch)
+    rng = np.random.default_rng(11)
+    with engine.settings(**{**FORCED, "threads": 1}):
+        for shape_a, shape_b, transposed in ONE_THREAD:
+            out = np.empty(np.broadcast_shapes(shape_a, shape_b), dtype)
+            for _ in range(3):
+                a = _values(rng, shape_a, dtype)
+                b = (
+                    _values(rng, shape_b[::-1], dtype).T
+                    if transposed
+                    else _values(rng, shape_b, dtype)
+                )
+                same_bits(ops.sub(a, b, out=out), np.subtract(a, b))
+    assert calls == [("sub", True)] * 15
+    assert started == []
+
+
+def test_the_walk_is_started_from_python_where_the_entry_cannot_call_the_walker(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> None:
+    # threads: the caller's walk posts to the workers (Python starts it); a walker whose
+    # machine code the entry cannot call (its arguments passed otherwise): Python too
+    from bcast.engine import numba_kernels as _numba_kernels
+
+    started = _python_walks(monkeypatch)
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)
+    with engine.settings(**FORCED):
+        same_bits(ops.mul(a, b), a * b)
+    assert started == [2]  # the caller's walk, with two helpers
+    monkeypatch.setattr(_numba_kernels, "native", lambda *args: 0)
+    monkeypatch.setattr(_numba_kernels, "_entries", {})  # resolved again (numba has it)
+    monkeypatch.setattr(_compiled, "_kernels", Resolver(_compiled._compile, name="test"))
+    with engine.settings(**{**FORCED, "threads": 1}):
+        same_bits(ops.mul(a, b), a * b)
+    assert started == [2, 0]
+    assert calls == [("mul", True)] * 2
 
 
 def test_the_compiled_path_tiles_within_its_own_budget(
@@ -573,20 +650,13 @@ def test_the_walker_never_streams_where_it_cannot_align() -> None:
     x = np.arange(4099, dtype=np.float32)
     x.flags.writeable = False
     walk = _numba_kernels.walker("add", [out.dtype] * 4)
-    layout = np.zeros((5, 2), np.int64)  # the strides, then the shape
-    layout[:4, 1] = 1
-    layout[4] = [1, 4099]
+    layout = np.zeros((5, MAX_RANK), np.int64)  # the strides, then the shape, at the right
+    layout[:4, -1] = 1
+    layout[4] = 1
+    layout[4, -1] = 4099
     addresses = [out.__array_interface__["data"][0]] + [x.ctypes.data] * 3
-    walk(
-        np.array([*addresses, 0], np.int64),  # then one part's counter of rows claimed
-        *[out.dtype] * 4,
-        layout,
-        1,
-        True,
-        0,
-        np.zeros(0, np.int64),
-        0,
-    )
+    where = np.array([*addresses, 0], np.int64)  # then one part's counter of rows claimed
+    walk(where.ctypes.data, 1, *[out.dtype] * 4, layout.ctypes.data, 1, True, 0, 0, 0)
     same_bits(out, x + x)
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from bcast import engine, ops
 from bcast.engine import parallel as _parallel
+from bcast.engine.runner import MAX_RANK
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
@@ -95,10 +96,21 @@ def _walk(out: np.ndarray, a: np.ndarray, parts: int, home: int, board: Any, hel
     """Call the walker of float64 add directly on contiguous ``out = a + a``; return counters."""
     walker = _kernels.walker("add", [out.dtype] * 4)
     rows, n = out.shape
-    layout = np.zeros((5, 2), np.int64)  # the strides, then the shape
-    layout[:4, 0], layout[:4, 1], layout[4] = n, 1, (rows, n)
+    layout = np.ones((5, MAX_RANK), np.int64)  # the strides, then the shape, at the right
+    layout[:4, -2], layout[:4, -1], layout[4, -2:] = n, 1, (rows, n)
     where = np.array([out.ctypes.data] + [a.ctypes.data] * 3 + [0] * parts, np.int64)
-    walker(where, *[out.dtype] * 4, layout, 2, False, home, board, helpers)
+    address = 0 if board is None else board.ctypes.data
+    walker(
+        where.ctypes.data,
+        parts,
+        *[out.dtype] * 4,
+        layout.ctypes.data,
+        2,
+        False,
+        home,
+        address,
+        helpers,
+    )
     return where[4:]  # the rows claimed of each part
 
 
@@ -109,7 +121,7 @@ def test_one_thread_walks_every_part_its_own_first() -> None:
     for parts in (1, 2, 3, 7):
         for home in range(parts):
             out = np.full_like(a, np.nan)
-            claimed = _walk(out, a, parts, home, np.zeros(0, np.int64), 0)
+            claimed = _walk(out, a, parts, home, None, 0)
             same_bits(out, a + a)
             bounds = [37 * p // parts for p in range(parts + 1)]
             assert all(claimed[p] >= bounds[p + 1] - bounds[p] for p in range(parts))

@@ -52,7 +52,7 @@ import numpy as np
 from bcast.engine import background as _background
 from bcast.engine import layout as _layout
 from bcast.engine import parallel as _parallel
-from bcast.engine.runner import Runner, Walk
+from bcast.engine.runner import MAX_RANK, Runner, Walk
 
 __all__ = [
     "OPERATIONS",
@@ -64,9 +64,6 @@ __all__ = [
     "wait_for_kernels",
     "warm",
 ]
-
-MAX_RANK: Final = 8
-"""Arranged outputs of higher rank (after merging) stay on NumPy's path."""
 
 CHUNK_BYTES: Final = 1 << 16
 """Output bytes a thread claims at a time (whole rows, at least one)."""
@@ -234,7 +231,7 @@ def prepare(
     threads: int,
     blocks_per_thread: int,
     stream: bool,
-    run_team: Callable[[Callable[[int, Any, int], None], int], None],
+    run_team: Callable[[Callable[[int, int, int], None], int], None],
     wait: bool = False,
 ) -> Runner:
     """Plan operation ``name`` on these arrays once; return the `Runner` that computes it.

@@ -5,8 +5,10 @@ Imported with `bcast.engine.numba_kernels`, only when numba is installed. A walk
 know: their addresses (``__array_interface__`` costs a microsecond per array in Python;
 numba unboxes an array in tens of nanoseconds), whether each is on its natural alignment,
 whether the output overlaps an operand, and the values of the tiles of small operands.
-`enter` does all of it in one compiled call; it is compiled once per number of dimensions
-and dtype of the arrays it is given, and cached on disk like the walkers.
+`enter` does all of it in one compiled call, and on one thread it then runs the walk too,
+calling the walker's machine code (`call_walker`): a replay is one call from Python. It is
+compiled once per number of dimensions and itemsize of the arrays it is given, and cached on
+disk like the walkers.
 
 The walkers read and write memory through the raw pointers made here (`pointer`, `load`,
 `save`): no array objects, so no reference counting, in their row loops.
@@ -17,19 +19,26 @@ from __future__ import annotations
 from typing import Any, Final
 
 import numpy as np
-from numba import njit, types
+from numba import carray, njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.numpy_support import from_dtype
 
 __all__ = [
+    "FAILED",
+    "HEAD",
     "OVERLAP",
     "READY",
     "UNALIGNED",
+    "WALKED",
+    "WALKER",
     "address",
+    "call_walker",
     "compile_entry",
     "enter",
     "itemsize",
     "load",
+    "native",
     "pointer",
     "save",
 ]
@@ -40,6 +49,35 @@ UNALIGNED: Final = 1
 """An array is off its natural alignment: NumPy's path computes."""
 OVERLAP: Final = 2
 """The output overlaps an operand (other than element for element): NumPy's path computes."""
+WALKED: Final = 3
+"""`enter` filled the addresses and tiles and ran the walk on this thread: the output is done."""
+FAILED: Final = 4
+"""The walker `enter` called failed (it could not allocate): NumPy's path computes."""
+
+HEAD: Final = (
+    "walker", "where", "parts", "layout", "chunk", "stream", "tiles", "tile_rows", "tile_width"
+)  # fmt: skip
+"""The fields of `enter`'s ``head`` (int64), in order: the walker's machine code address (0:
+the caller walks), the address of the walker's ``where`` and its number of ``parts``, the
+address of its ``layout``, its ``chunk`` and ``stream``, then the address of the table of
+tiles, its rows and its width."""
+
+WALKER: Final = (
+    types.int64,  # op: a literal in the walker, whose machine code ignores the value
+    types.int64,  # where
+    types.int64,  # parts
+    types.DType(types.float64),  # the four dtypes: types only (an opaque pointer each)
+    types.DType(types.float64),
+    types.DType(types.float64),
+    types.DType(types.float64),
+    types.int64,  # layout
+    types.int64,  # chunk
+    types.boolean,  # stream
+    types.int64,  # home
+    types.int64,  # board
+    types.int64,  # helpers
+)
+"""The arguments of `bcast.engine.numba_kernels.walk` as its machine code takes them."""
 
 TILE_FIELDS: Final = 3
 """A row of ``tiles``: operand index, rank, the tile's address, then shape and strides."""
@@ -208,27 +246,78 @@ def _fill(tile: Any, source: int, itemsize: int) -> None:
         _copy(tile, source, np.uint64, 8)
 
 
-@njit(nogil=True, cache=True)
-def enter(where: Any, tiles: Any, o: Any, x: Any, y: Any, z: Any) -> int:
-    """Check the arrays of one call and fill ``where`` and the tiles for the walker.
+@intrinsic
+def call_walker(
+    typingctx: Any, walker: Any, where: Any, parts: Any, layout: Any, chunk: Any, stream: Any
+) -> Any:
+    """Run the walker at address ``walker`` on one thread (part 0 first, no helpers).
 
-    ``where`` gets the addresses of ``o`` and the operands ``x, y, z`` (an operand that is
-    tiled: its tile's, after the tile is filled from it), then zeros: the walkers' row
-    counters, one per part of the rows.
-    Each row of ``tiles`` names the operand (1, 2 or 3), the rank of the part copied, the
-    tile's address, that part's shape and its strides in bytes from the operand's address.
-    ``where``'s entries after the addresses are the walkers' row counters, zeroed.
-    Returns `READY`, or `UNALIGNED` or `OVERLAP` having written nothing.
+    Called as numba calls its own functions (`WALKER`'s arguments, a status returned);
+    returns that status: 0 when the walk is done.
+    """
+    if not all(isinstance(t, types.Integer) for t in (walker, where, parts, layout, chunk)):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        conv = context.call_conv
+        function = conv.get_function_type(types.none, WALKER)
+        target = builder.inttoptr(args[0], function.as_pointer())
+        returned = conv.get_return_type(types.none).pointee
+        slot = cgutils.alloca_once_value(builder, cgutils.get_null_value(returned))
+        raised = cgutils.alloca_once(builder, function.args[1].pointee)
+        zero = context.get_constant(types.int64, 0)
+        typeless = cgutils.get_null_value(context.get_value_type(WALKER[3]))
+        flag = context.cast(builder, args[5], signature.args[5], types.boolean)
+        values = [zero, *args[1:3], *[typeless] * 4, args[3], args[4], flag, zero, zero, zero]
+        passed = list(conv._get_arg_packer(WALKER).as_arguments(builder, values))
+        status = builder.call(target, [slot, raised, *passed])
+        return builder.sext(status, context.get_value_type(types.int64))
+
+    return types.int64(walker, where, parts, layout, chunk, stream), codegen
+
+
+def native(dispatcher: Any, signature: tuple[Any, ...]) -> int:
+    """Return the machine code address of ``dispatcher`` compiled for ``signature``.
+
+    0 where its arguments are not passed as `WALKER` 's are (`call_walker` then cannot call
+    it) or numba does not give the address.
+    """
+    result = dispatcher.overloads.get(tuple(signature))
+    if result is None:
+        return 0
+    conv = result.target_context.call_conv
+    expected = conv.get_function_type(types.none, WALKER)
+    found = conv.get_function_type(result.signature.return_type, result.signature.args)
+    if str(found) != str(expected):
+        return 0
+    return int(result.library.get_pointer_to_function(result.fndesc.llvm_func_name) or 0)
+
+
+@njit(nogil=True, cache=True)
+def enter(head: Any, o: Any, x: Any, y: Any, z: Any) -> int:
+    """Check the arrays of one call, fill the walker's addresses and tiles, maybe walk.
+
+    ``head`` holds the fields `HEAD` names. The walker's ``where`` gets the addresses of
+    ``o`` and the operands ``x, y, z`` (an operand that is tiled: its tile's, after the
+    tile is filled from it), then zeros: its row counters, one per part of the rows. Each
+    row of the table of tiles names the operand (1, 2 or 3), the rank of the part copied,
+    the tile's address, that part's shape and its strides in bytes from the operand's
+    address. Then, where ``head`` gives a walker, it runs the walk on this thread.
+    Returns `WALKED` (or `FAILED`) having walked, `READY` for the caller to walk, or
+    `UNALIGNED` or `OVERLAP` having written nothing.
     """
     if o.ctypes.data % o.itemsize != 0:
         return UNALIGNED
     found: int = max(_check(o, x), _check(o, y), _check(o, z))  # OVERLAP over UNALIGNED
     if found != READY:
         return found
+    parts = head[2]
+    where = carray(pointer(head[1], np.int64), (4 + parts,))
     where[0] = o.ctypes.data
     where[1] = x.ctypes.data
     where[2] = y.ctypes.data
     where[3] = z.ctypes.data
+    tiles = carray(pointer(head[6], np.int64), (head[7], head[8]))
     for t in range(tiles.shape[0]):
         tile = tiles[t]
         j = tile[0]
@@ -237,7 +326,11 @@ def enter(where: Any, tiles: Any, o: Any, x: Any, y: Any, z: Any) -> int:
         where[j] = tile[2]
     for part in range(4, where.size):
         where[part] = 0  # no row handed out yet
-    return READY
+    if head[0] == 0:
+        return READY
+    if call_walker(head[0], head[1], parts, head[3], head[4], head[5] != 0) != 0:
+        return FAILED
+    return WALKED
 
 
 _WORDS: Final = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -252,5 +345,5 @@ def compile_entry(kinds: tuple[tuple[int, int], ...]) -> Any:
     dispatcher), it must be given exactly those.
     """
     arrays = [types.Array(from_dtype(np.dtype(_WORDS[size])), ndim, "A") for size, ndim in kinds]
-    signature = (types.int64[::1], types.int64[:, ::1], *arrays)
+    signature = (types.int64[::1], *arrays)
     return enter.compile(signature)

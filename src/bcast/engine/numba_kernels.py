@@ -14,18 +14,88 @@ import threading
 import warnings
 from typing import Any, Final
 
+import llvmlite.ir as ir
 import numpy as np
-from numba import literally, njit, typeof, types
+from numba import carray, literally, njit, typeof, types
+from numba.core import cgutils
 from numba.core.errors import NumbaError
+from numba.extending import intrinsic
 
-from bcast.engine.numba_entry import compile_entry, itemsize, load, pointer, save
+from bcast.engine.numba_entry import compile_entry, itemsize, load, native, pointer, save
 from bcast.engine.numba_rows import NAMES, SCALARS, arity, fence, run_row
-from bcast.engine.numba_team import fetch_add, join, post
+from bcast.engine.numba_team import LINE, fetch_add, join, post
+from bcast.engine.runner import MAX_RANK
 
 __all__ = ["SCALARS", "compile_entry", "walk", "walker"]
 
 _entries: dict[tuple[Any, ...], Any] = {}
 _lock = threading.Lock()
+
+
+_COUNTERS: Final = MAX_RANK + 7
+"""The walker's counters: an index per outer axis, an offset and a last offset per array."""
+
+
+@intrinsic
+def _stack(typingctx: Any, words: Any) -> Any:
+    """Return a pointer to ``words`` int64 (a literal) on the stack of the function."""
+    if not isinstance(words, types.IntegerLiteral):
+        return None
+    count = words.literal_value
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(64), count))
+        return builder.bitcast(slot, context.get_value_type(signature.return_type))
+
+    return types.CPointer(types.int64)(words), codegen
+
+
+def _libc(builder: Any, name: str, result: Any, *arguments: Any) -> Any:
+    """Declare the C library's function ``name`` (LLVM types) in the module being built."""
+    kind = ir.FunctionType(result, list(arguments))
+    return cgutils.get_or_insert_function(builder.module, kind, name)
+
+
+@intrinsic
+def _malloc(typingctx: Any, size: Any) -> Any:
+    """Return the address of ``size`` new bytes from the C library (0 if none), as int64."""
+    if not isinstance(size, types.Integer):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        word, raw = ir.IntType(64), ir.IntType(8).as_pointer()
+        found = builder.call(_libc(builder, "malloc", raw, word), [args[0]])
+        return builder.ptrtoint(found, word)
+
+    return types.int64(size), codegen
+
+
+@intrinsic
+def _free(typingctx: Any, found: Any) -> Any:
+    """Give bytes `_malloc` returned back to the C library."""
+    if not isinstance(found, types.Integer):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        raw = ir.IntType(8).as_pointer()
+        builder.call(_libc(builder, "free", ir.VoidType(), raw), [builder.inttoptr(args[0], raw)])
+        return context.get_dummy_value()
+
+    return types.void(found), codegen
+
+
+@njit(inline="always")
+def _allocate(size: int) -> int:
+    """Return the address of ``size`` new bytes (freed by `_release`); MemoryError if none."""
+    found: int = _malloc(size)
+    if found == 0:
+        raise MemoryError("bcast: no memory for a walk's gathered rows")
+    return found
+
+
+@njit(inline="always")
+def _release(found: int) -> None:
+    _free(found)
 
 
 @njit(nogil=True, cache=True)
@@ -43,46 +113,53 @@ def _gather(buf: Any, base: Any, offset: int, step: int, n: int) -> None:
 @njit(nogil=True, error_model="numpy", cache=True)
 def walk(
     op: Any,
-    where: Any,
+    where: int,
+    parts: int,
     out_dtype: Any,
     x_dtype: Any,
     y_dtype: Any,
     z_dtype: Any,
-    layout: Any,
+    layout: int,
     chunk: int,
     stream: bool,
     home: int,
-    board: Any,
+    board: int,
     helpers: int,
 ) -> None:
     """Compute rows of the output, ``chunk`` at a time, until every row is claimed.
 
-    The output and the operands x, y, z are the arrays at the addresses ``where[:4]``
-    (their dtypes follow). ``layout[4]`` is the output's shape (the last axis: one row);
-    ``layout[k]`` (k < 4) are, in elements and none negative, the output's (k = 0) and the
-    operands' strides on each axis, 0 where stretched. (Two arrays where there could be
-    four: each array argument costs the call about 50 ns.) An operand whose row is not
-    contiguous is gathered into a buffer first (a stretched one only when its value
-    changes); x or y stretched over the row is read as one value instead (the row's kind).
+    Every argument is a number (`ABI`): the entry calls the walker through its address
+    (`bcast.engine.numba_entry.enter`), and each array argument would cost a call from
+    Python about 50 ns. ``where``, ``layout`` and ``board`` are addresses of int64 arrays.
+    ``where`` holds the addresses of the output and the operands x, y, z (their dtypes
+    follow), then ``parts`` row counters (``claimed``). ``layout`` is (5, `MAX_RANK`):
+    ``layout[4]`` the output's shape (the last axis: one row), ``layout[k]`` (k < 4), in
+    elements and none negative, the output's (k = 0) and the operands' strides on each
+    axis, 0 where stretched. An operand whose row is not contiguous is gathered into a
+    buffer first (a stretched one only when its value changes); x or y stretched over the
+    row is read as one value instead (the row's kind).
 
-    The rows are cut into ``claimed.size`` equal parts (``claimed`` is ``where[4:]``), one
-    per thread that runs this on the same arrays; ``claimed[p]`` counts the rows of part
-    ``p`` handed out. A thread takes ``chunk`` rows at a time (an atomic add) from part
-    ``home`` first, then from the others until none are left: each thread writes the same
-    part on every call, whose lines stay in its core's cache, and one that the machine
-    slows takes less. The caller's thread (``helpers`` > 0) posts the walk to that many
-    workers on ``board`` first and joins them at the end (`bcast.engine.numba_team`): it
-    returns once no worker writes any more.
+    The rows are cut into ``parts`` equal parts, one per thread that runs this on the same
+    arrays; ``claimed[p]`` counts the rows of part ``p`` handed out. A thread takes
+    ``chunk`` rows at a time (an atomic add) from part ``home`` first, then from the
+    others until none are left: each thread writes the same part on every call, whose
+    lines stay in its core's cache, and one that the machine slows takes less. The
+    caller's thread (``helpers`` > 0) posts the walk to that many workers on ``board``
+    first and joins them at the end (`bcast.engine.numba_team`): it returns once no worker
+    writes any more.
     """
     literally(op)
-    addresses, claimed = where[:4], where[4:]
-    strides, shape = layout[:4], layout[4]
+    held = carray(pointer(where, np.int64), (4 + parts,))
+    addresses, claimed = held[:4], held[4:]
+    table = carray(pointer(layout, np.int64), (5, MAX_RANK))
+    strides, shape = table[:4], table[4]
+    team = carray(pointer(board, np.int64), (LINE * (helpers + 1),))
     for d in range(shape.size):  # (np.any would allocate)
         if shape[d] == 0:
             return
     if shape.size == 0:
         return
-    ticket = post(board, helpers) if helpers > 0 else 0
+    ticket = post(team, helpers) if helpers > 0 else 0
     o = pointer(addresses[0], out_dtype)
     x = pointer(addresses[1], x_dtype)
     y = pointer(addresses[2], y_dtype)
@@ -103,15 +180,15 @@ def walk(
     gx = sx != 1 and kind != 1  # the rows gathered
     gy = sy != 1 and kind != 2 and count >= 2
     gz = sz != 1 and count == 3
-    # One allocation (each costs about as much as a short row of work): the counters, then
-    # a buffer per gathered row, in whole words; the rows read: a buffer's, or in place.
+    # No allocation where no row is gathered (the counters are on the stack; an allocation
+    # costs about as much as a short row of work), one otherwise: the buffers, in words.
     wx = (n * itemsize(x) + 7) // 8 if gx else 0
     wy = (n * itemsize(y) + 7) // 8 if gy else 0
     wz = (n * itemsize(z) + 7) // 8 if gz else 0
-    scratch = np.zeros(rank + 7 + wx + wy + wz, np.int64)
-    index, offsets, last = scratch[: rank - 1], scratch[rank - 1 : rank + 3], scratch[rank + 3 :]
+    counters = carray(_stack(_COUNTERS), (_COUNTERS,))
+    index, offsets, last = counters[: rank - 1], counters[rank - 1 : rank + 3], counters[rank + 3 :]
     last[:4] = -1
-    buffers = scratch.ctypes.data + 8 * (rank + 7)
+    buffers = _allocate(8 * (wx + wy + wz)) if gx or gy or gz else 0
     rx = pointer(buffers, x_dtype) if gx else x
     ry = pointer(buffers + 8 * wx, y_dtype) if gy else y
     rz = pointer(buffers + 8 * (wx + wy), z_dtype) if gz else z
@@ -167,8 +244,9 @@ def walk(
     if stream:
         fence()
     if helpers > 0:
-        join(board, helpers, ticket)
-    scratch[0] = 0  # the buffers live until here
+        join(team, helpers, ticket)
+    if buffers != 0:
+        _release(buffers)
 
 
 def walker(name: str, dtypes: list[np.dtype[Any]]) -> Any:
@@ -178,6 +256,8 @@ def walker(name: str, dtypes: list[np.dtype[Any]]) -> Any:
     dispatcher would make numba re-derive the literal operation on every call
     (milliseconds). ``compile`` reads numba's disk cache before compiling. None, with a
     warning the first time, where numba cannot compile it: the engine then uses NumPy.
+    Its ``native`` is the machine code's address, which the entry calls (0 where the
+    compiled function's arguments are not `bcast.engine.numba_entry.WALKER` 's).
     """
     key = (name, *dtypes)
     entry = _entries.get(key, False)
@@ -193,13 +273,14 @@ def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
     code = NAMES.index(name)
     signature = (
         types.literal(code),
-        typeof(np.zeros(5, np.int64)),
+        types.int64,
+        types.int64,
         *dtype_types,
-        typeof(np.zeros((5, 1), np.int64)),
+        types.int64,
         types.int64,
         types.boolean,
         types.int64,
-        typeof(np.zeros(1, np.int64)),
+        types.int64,
         types.int64,
     )
     kinds = "/".join(dict.fromkeys(str(t.dtype) for t in dtype_types))
@@ -221,7 +302,9 @@ def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
         return None
     finally:
         notice.cancel()
-    return functools.partial(compiled, code)
+    bound = functools.partial(compiled, code)
+    bound.native = native(walk, signature)  # type: ignore[attr-defined]
+    return bound
 
 
 _NOTICE_AFTER: Final = 0.5

@@ -217,7 +217,18 @@ class _Team:
     ``spins`` how many reads a worker waits; ``ns_per_spin`` what one read takes here.
     """
 
-    __slots__ = ("asleep", "board", "line", "lock", "ns_per_spin", "poke", "serve", "spins", "task")
+    __slots__ = (
+        "address",
+        "asleep",
+        "board",
+        "line",
+        "lock",
+        "ns_per_spin",
+        "poke",
+        "serve",
+        "spins",
+        "task",
+    )
 
     def __init__(self, serve: Any, line: int, asleep: int, poke: int) -> None:
         import numpy as np
@@ -225,8 +236,9 @@ class _Team:
         self.serve, self.line, self.asleep, self.poke = serve, line, asleep, poke
         self.board = np.zeros(line * (MAX_TEAM + 2), np.int64)
         self.board[asleep::line] = 1  # every worker sleeps on its bell at first
+        self.address: int = self.board.__array_interface__["data"][0]  # as walkers take it
         self.lock = threading.Lock()
-        self.task: Callable[[int, Any, int], None] | None = None
+        self.task: Callable[[int, int, int], None] | None = None
         self.spins = 0
         reserved = MAX_TEAM + 1  # a line no worker has: the reads never find a walk
         serve(self.board, reserved, 0, 100)
@@ -243,7 +255,6 @@ class _Team:
 
 
 _team: _Team | None = None
-_NO_BOARD: Any = None  # an empty int64 array: a walk without helpers
 
 
 def use_team(serve: Any, line: int, asleep: int, poke: int) -> None:
@@ -252,28 +263,26 @@ def use_team(serve: Any, line: int, asleep: int, poke: int) -> None:
     Called once, when numba's kernels load; ``line``, ``asleep`` and ``poke`` give the
     board's layout. Until then (and without numba) workers only sleep on their bells.
     """
-    global _team, _NO_BOARD
+    global _team
     if _team is None:
-        import numpy as np
-
-        _NO_BOARD = np.zeros(0, np.int64)
         _team = _Team(serve, line, asleep, poke)
 
 
-def run_team(go: Callable[[int, Any, int], None], threads: int, spin: float) -> None:
+def run_team(go: Callable[[int, int, int], None], threads: int, spin: float) -> None:
     """Run a compiled walk on ``threads`` threads: ``go(home, board, helpers)``.
 
-    The caller's thread runs ``go(0, board, threads - 1)``, which posts the walk to the
-    workers and joins them in compiled code; each worker that takes it runs
-    ``go(w, no_board, 0)``. Workers that sleep are woken first. Where the team is busy (a
-    walk of another thread) or not there, the caller's walk does every part alone. After
-    the walk each worker waits ``spin`` microseconds for the next before it sleeps (not at
-    all where ``threads`` exceeds the cores this process may use).
+    ``board`` is the address of the team's board (0: none). The caller's thread runs
+    ``go(0, board, threads - 1)``, which posts the walk to the workers and joins them in
+    compiled code; each worker that takes it runs ``go(w, 0, 0)``. Workers that sleep are
+    woken first. Where the team is busy (a walk of another thread) or not there, the
+    caller's walk does every part alone. After the walk each worker waits ``spin``
+    microseconds for the next before it sleeps (not at all where ``threads`` exceeds the
+    cores this process may use).
     """
     team = _team
     helpers = min(threads, MAX_TEAM + 1) - 1
     if team is None or helpers <= 0 or not team.lock.acquire(False):
-        go(0, _NO_BOARD, 0)
+        go(0, 0, 0)
         return
     try:
         workers = _get_workers(helpers)
@@ -287,7 +296,7 @@ def run_team(go: Callable[[int, Any, int], None], threads: int, spin: float) -> 
             if board[at]:
                 board[at] = 0
                 worker.wake()
-        go(0, board, helpers)
+        go(0, team.address, helpers)
     finally:
         team.task = None
         team.lock.release()
@@ -334,7 +343,7 @@ class _Worker:
                     if task is not None:
                         with contextlib.suppress(BaseException):
                             # a walk does not raise; rows it never claimed the caller's walk does
-                            task(index, _NO_BOARD, 0)
+                            task(index, 0, 0)
                     done = got
                     continue
             bell.acquire()  # sleeps until rung (at once when poked: the ring released it)

@@ -15,15 +15,19 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from bcast.engine import layout as _layout
 
-__all__ = ["Runner", "Walk"]
+__all__ = ["MAX_RANK", "Runner", "Walk"]
 
-_READY = 0  # bcast.engine.numba_entry.READY (that module imports numba)
+MAX_RANK: Final = 8
+"""Arranged outputs of higher rank (after merging) stay on NumPy's path."""
+
+_READY = 0  # bcast.engine.numba_entry.READY and WALKED (that module imports numba)
+_WALKED = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +45,6 @@ class Walk:
 
 Kinds = tuple[tuple[int, int], ...]
 """The itemsize and number of dimensions of the output and three operands (an entry's types)."""
-
-_NO_BOARD = np.zeros(0, np.int64)  # a walk without helpers
 
 _WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -74,6 +76,7 @@ class Runner:
         "_find_entry",
         "_find_walker",
         "_go",
+        "_head",
         "_held",
         "_run_team",
         "_tiles",
@@ -93,7 +96,7 @@ class Runner:
         threads: int,
         stream: bool,
         chunk: int,
-        run_team: Callable[[Callable[[int, Any, int], None], int], None],
+        run_team: Callable[[Callable[[int, int, int], None], int], None],
         find_walker: Callable[[], Any],
         find_entry: Callable[[], Any],
     ) -> None:
@@ -113,7 +116,20 @@ class Runner:
         self._held: list[Any] = []  # this call's tiles, on the Python path
         # The entry fills tiles it owns: buffers that live as long as the runner.
         self._tiles, self._buffers = _tile_table(walk, kinds)
-        self._go: Callable[[int, Any, int], None] | None = None
+        # What the entry reads (`bcast.engine.numba_entry.HEAD`); the walker's address is
+        # filled in once it is compiled, where the walk has one thread (the entry walks).
+        self._head = np.zeros(9, np.int64)
+        if walk is not None:
+            self._head[1:] = (
+                _address(self._where),
+                self.threads,
+                _address(walk.layout),
+                chunk,
+                stream,
+                _address(self._tiles),
+                *self._tiles.shape,
+            )
+        self._go: Callable[[int, int, int], None] | None = None
         self._enter: Any = None
         if walk is not None:  # both asked for (queued for the background) now
             self._enter = find_entry()
@@ -129,6 +145,8 @@ class Runner:
             if walker is None:
                 return False
             self._go = _bind(walker, self._where, walk, self._chunk, self.stream)
+            if self.threads == 1:
+                self._head[0] = getattr(walker, "native", 0)
         if self._enter is None:
             self._enter = self._find_entry()
         return True
@@ -143,15 +161,17 @@ class Runner:
         try:
             x, count = operands[0], len(operands)
             if count == 2:
-                ready = enter(self._where, self._tiles, out, x, operands[1], x)
+                ready = enter(self._head, out, x, operands[1], x)
             elif count == 3:
-                ready = enter(self._where, self._tiles, out, x, operands[1], operands[2])
+                ready = enter(self._head, out, x, operands[1], operands[2])
             else:
-                ready = enter(self._where, self._tiles, out, x, x, x)
+                ready = enter(self._head, out, x, x, x)
+            if ready == _WALKED:
+                return True
             if ready != _READY:
                 return False
             if self.threads == 1:
-                go(0, _NO_BOARD, 0)
+                go(0, 0, 0)
             else:
                 self._run_team(go, self.threads)
         finally:
@@ -174,7 +194,7 @@ class Runner:
                 return False
             self._claimed[:] = 0
             if self.threads == 1:
-                go(0, _NO_BOARD, 0)
+                go(0, 0, 0)
             else:
                 self._run_team(go, self.threads)
         finally:
@@ -200,14 +220,22 @@ class Runner:
 
 
 def _bind(
-    walker: Any, where: Any, walk: Walk, chunk: int, stream: bool
-) -> Callable[[int, Any, int], None]:
+    walker: Any, where: np.ndarray[Any, Any], walk: Walk, chunk: int, stream: bool
+) -> Callable[[int, int, int], None]:
     """Return ``go(home, board, helpers)``: the walker on these arrays (no Python frame).
 
     It walks part ``home`` of the rows first; ``helpers`` > 0 (the caller's thread) posts
-    the walk to that many workers on ``board`` (`bcast.engine.parallel.run_team`).
+    the walk to that many workers on the board at address ``board``
+    (`bcast.engine.parallel.run_team`). ``where`` and the walk's layout outlive it.
     """
-    return functools.partial(walker, where, *walk.dtypes, walk.layout, chunk, stream)
+    parts = where.size - 4
+    layout = _address(walk.layout)
+    return functools.partial(walker, _address(where), parts, *walk.dtypes, layout, chunk, stream)
+
+
+def _address(array: np.ndarray[Any, Any]) -> int:
+    address: int = array.__array_interface__["data"][0]
+    return address
 
 
 def _tile_table(
