@@ -24,13 +24,12 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.numpy_support import from_dtype
 
+from bcast.engine.runner import HEAD, READY, WALKED
+
 __all__ = [
     "FAILED",
-    "HEAD",
     "OVERLAP",
-    "READY",
     "UNALIGNED",
-    "WALKED",
     "WALKER",
     "address",
     "call_walker",
@@ -43,24 +42,21 @@ __all__ = [
     "save",
 ]
 
-READY: Final = 0
-"""`enter` filled the addresses and tiles: the walker may run."""
 UNALIGNED: Final = 1
 """An array is off its natural alignment: NumPy's path computes."""
 OVERLAP: Final = 2
 """The output overlaps an operand (other than element for element): NumPy's path computes."""
-WALKED: Final = 3
-"""`enter` filled the addresses and tiles and ran the walk on this thread: the output is done."""
 FAILED: Final = 4
 """The walker `enter` called failed (it could not allocate): NumPy's path computes."""
 
-HEAD: Final = (
-    "walker", "where", "parts", "layout", "chunk", "stream", "tiles", "tile_rows", "tile_width"
+# `enter`'s ``head``: where each field is (the runner writes them in `HEAD`'s order)
+_WALKER, _WHERE, _PARTS, _LAYOUT, _CHUNK, _STREAM, _TILES, _TILE_ROWS, _TILE_WIDTH = (
+    HEAD.index(field)
+    for field in (
+        "walker", "where", "parts", "layout", "chunk", "stream", "tiles", "tile_rows",
+        "tile_width",
+    )
 )  # fmt: skip
-"""The fields of `enter`'s ``head`` (int64), in order: the walker's machine code address (0:
-the caller walks), the address of the walker's ``where`` and its number of ``parts``, the
-address of its ``layout``, its ``chunk`` and ``stream``, then the address of the table of
-tiles, its rows and its width."""
 
 WALKER: Final = (
     types.int64,  # op: a literal in the walker, whose machine code ignores the value
@@ -311,13 +307,13 @@ def enter(head: Any, o: Any, x: Any, y: Any, z: Any) -> int:
     found: int = max(_check(o, x), _check(o, y), _check(o, z))  # OVERLAP over UNALIGNED
     if found != READY:
         return found
-    parts = head[2]
-    where = carray(pointer(head[1], np.int64), (4 + parts,))
+    parts = head[_PARTS]
+    where = carray(pointer(head[_WHERE], np.int64), (4 + parts,))
     where[0] = o.ctypes.data
     where[1] = x.ctypes.data
     where[2] = y.ctypes.data
     where[3] = z.ctypes.data
-    tiles = carray(pointer(head[6], np.int64), (head[7], head[8]))
+    tiles = carray(pointer(head[_TILES], np.int64), (head[_TILE_ROWS], head[_TILE_WIDTH]))
     for t in range(tiles.shape[0]):
         tile = tiles[t]
         j = tile[0]
@@ -326,9 +322,10 @@ def enter(head: Any, o: Any, x: Any, y: Any, z: Any) -> int:
         where[j] = tile[2]
     for part in range(4, where.size):
         where[part] = 0  # no row handed out yet
-    if head[0] == 0:
+    walker = head[_WALKER]
+    if walker == 0:
         return READY
-    if call_walker(head[0], head[1], parts, head[3], head[4], head[5] != 0) != 0:
+    if call_walker(walker, head[_WHERE], parts, head[_LAYOUT], head[_CHUNK], head[_STREAM] != 0):
         return FAILED
     return WALKED
 

@@ -86,16 +86,11 @@ def _free(typingctx: Any, found: Any) -> Any:
 
 @njit(inline="always")
 def _allocate(size: int) -> int:
-    """Return the address of ``size`` new bytes (freed by `_release`); MemoryError if none."""
+    """Return the address of ``size`` new bytes (given back by `_free`); MemoryError if none."""
     found: int = _malloc(size)
     if found == 0:
         raise MemoryError("bcast: no memory for a walk's gathered rows")
     return found
-
-
-@njit(inline="always")
-def _release(found: int) -> None:
-    _free(found)
 
 
 @njit(nogil=True, cache=True)
@@ -128,16 +123,16 @@ def walk(
 ) -> None:
     """Compute rows of the output, ``chunk`` at a time, until every row is claimed.
 
-    Every argument is a number (`ABI`): the entry calls the walker through its address
-    (`bcast.engine.numba_entry.enter`), and each array argument would cost a call from
-    Python about 50 ns. ``where``, ``layout`` and ``board`` are addresses of int64 arrays.
-    ``where`` holds the addresses of the output and the operands x, y, z (their dtypes
-    follow), then ``parts`` row counters (``claimed``). ``layout`` is (5, `MAX_RANK`):
-    ``layout[4]`` the output's shape (the last axis: one row), ``layout[k]`` (k < 4), in
-    elements and none negative, the output's (k = 0) and the operands' strides on each
-    axis, 0 where stretched. An operand whose row is not contiguous is gathered into a
-    buffer first (a stretched one only when its value changes); x or y stretched over the
-    row is read as one value instead (the row's kind).
+    Every argument is a number (`bcast.engine.numba_entry.WALKER`): the entry calls the
+    walker through its address (`bcast.engine.numba_entry.enter`), and each array argument
+    would cost a call from Python about 50 ns. ``where``, ``layout`` and ``board`` are
+    addresses of int64 arrays. ``where`` holds the addresses of the output and the operands
+    x, y, z (their dtypes follow), then ``parts`` row counters (``claimed``). ``layout`` is
+    (5, `MAX_RANK`): ``layout[4]`` the output's shape (the last axis: one row),
+    ``layout[k]`` (k < 4), in elements and none negative, the output's (k = 0) and the
+    operands' strides on each axis, 0 where stretched. An operand whose row is not
+    contiguous is gathered into a buffer first (a stretched one only when its value
+    changes); x or y stretched over the row is read as one value instead (the row's kind).
 
     The rows are cut into ``parts`` equal parts, one per thread that runs this on the same
     arrays; ``claimed[p]`` counts the rows of part ``p`` handed out. A thread takes
@@ -246,7 +241,7 @@ def walk(
     if helpers > 0:
         join(team, helpers, ticket)
     if buffers != 0:
-        _release(buffers)
+        _free(buffers)
 
 
 def walker(name: str, dtypes: list[np.dtype[Any]]) -> Any:

@@ -21,13 +21,26 @@ import numpy as np
 
 from bcast.engine import layout as _layout
 
-__all__ = ["MAX_RANK", "Runner", "Walk"]
+__all__ = ["HEAD", "MAX_RANK", "READY", "WALKED", "Runner", "Walk"]
 
 MAX_RANK: Final = 8
 """Arranged outputs of higher rank (after merging) stay on NumPy's path."""
 
-_READY = 0  # bcast.engine.numba_entry.READY and WALKED (that module imports numba)
-_WALKED = 3
+READY: Final = 0
+"""The compiled entry filled the addresses and tiles: the walker may run."""
+WALKED: Final = 3
+"""The entry filled the addresses and tiles and ran the walk on its thread: the output is done.
+
+(The entry's other answers, `bcast.engine.numba_entry.UNALIGNED` and the rest, mean that
+NumPy's path computes.)"""
+
+HEAD: Final = (
+    "walker", "where", "parts", "layout", "chunk", "stream", "tiles", "tile_rows", "tile_width"
+)  # fmt: skip
+"""The fields of the entry's ``head`` (int64), in order: the walker's machine code address
+(0: the caller walks), the address of the walker's ``where`` and its number of ``parts``, the
+address of its ``layout``, its ``chunk`` and ``stream``, then the address of the table of
+tiles, its rows and its width (`bcast.engine.numba_entry.enter`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,19 +129,22 @@ class Runner:
         self._held: list[Any] = []  # this call's tiles, on the Python path
         # The entry fills tiles it owns: buffers that live as long as the runner.
         self._tiles, self._buffers = _tile_table(walk, kinds)
-        # What the entry reads (`bcast.engine.numba_entry.HEAD`); the walker's address is
-        # filled in once it is compiled, where the walk has one thread (the entry walks).
-        self._head = np.zeros(9, np.int64)
+        # What the entry reads (`HEAD`); the walker's address is filled in once it is
+        # compiled, where the walk has one thread (the entry then walks).
+        self._head = np.zeros(len(HEAD), np.int64)
         if walk is not None:
-            self._head[1:] = (
-                _address(self._where),
-                self.threads,
-                _address(walk.layout),
-                chunk,
-                stream,
-                _address(self._tiles),
-                *self._tiles.shape,
-            )
+            fields = {
+                "walker": 0,
+                "where": _address(self._where),
+                "parts": self.threads,
+                "layout": _address(walk.layout),
+                "chunk": chunk,
+                "stream": stream,
+                "tiles": _address(self._tiles),
+                "tile_rows": self._tiles.shape[0],
+                "tile_width": self._tiles.shape[1],
+            }
+            self._head[:] = [fields[field] for field in HEAD]
         self._go: Callable[[int, int, int], None] | None = None
         self._enter: Any = None
         if walk is not None:  # both asked for (queued for the background) now
@@ -146,7 +162,7 @@ class Runner:
                 return False
             self._go = _bind(walker, self._where, walk, self._chunk, self.stream)
             if self.threads == 1:
-                self._head[0] = getattr(walker, "native", 0)
+                self._head[HEAD.index("walker")] = getattr(walker, "native", 0)
         if self._enter is None:
             self._enter = self._find_entry()
         return True
@@ -166,9 +182,9 @@ class Runner:
                 ready = enter(self._head, out, x, operands[1], operands[2])
             else:
                 ready = enter(self._head, out, x, x, x)
-            if ready == _WALKED:
+            if ready == WALKED:
                 return True
-            if ready != _READY:
+            if ready != READY:
                 return False
             if self.threads == 1:
                 go(0, 0, 0)
