@@ -29,17 +29,34 @@ def compiled_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
     leave Pow to NumPy's own vector loop (`bcast.engine.compiled.numpy_power_vectorised`).
     """
     from bcast.engine import compiled
-    from bcast.engine.runner import Runner
+    from bcast.engine.runner import WALKED, Runner
 
     monkeypatch.setattr(compiled, "numpy_power_vectorised", lambda: False)
 
     seen: list[tuple[str, bool]] = []
     real = Runner.__call__
+    real_resolve = Runner._resolve
 
     def spy(self: Runner, out: Any, operands: Any) -> bool:
         done = real(self, out, operands)
-        seen.append((self.name, done))
+        if self.lane is None:  # else the lane's spy saw it (a runner with a lane takes it)
+            seen.append((self.name, done))
         return done
 
+    def resolve(self: Runner) -> bool:
+        ready = real_resolve(self)
+        lane = self.lane
+        # the operators call the lane directly: a spy of its own
+        if lane is not None and getattr(lane, "__name__", "") != "spied":
+
+            def spied(*arrays: Any) -> int:
+                status: int = lane(*arrays)
+                seen.append((self.name, status == WALKED))
+                return status
+
+            self.lane = spied
+        return ready
+
     monkeypatch.setattr(Runner, "__call__", spy)
+    monkeypatch.setattr(Runner, "_resolve", resolve)
     return seen

@@ -162,21 +162,46 @@ def test_threads_decided_once_per_plan_follow_the_setting() -> None:
         with engine.settings(**forced):
             ops.add(a, b, out=out)
             runners = [
-                call._runner for cache in [ops._tiny.CALLS["add"]] for call in cache._calls.values()
+                call.runner for cache in [ops._tiny.CALLS["add"]] for call in cache._calls.values()
             ]  # type: ignore[attr-defined]
             chosen.append([r.threads for r in runners])
             same_bits(ops.add(a, b, out=out), a + b)
     assert chosen == [[1], [2]]
 
 
-def test_concurrent_replays_of_one_call_are_correct() -> None:
+# a bias whose rows the runner tiles (a buffer every call fills), an outer add (none)
+CONCURRENT = [((300, 64), (64,), True), ((300, 1), (1, 64), False)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("shape_a", "shape_b", "tiled"), CONCURRENT)
+def test_concurrent_replays_of_one_call_are_correct(
+    monkeypatch: pytest.MonkeyPatch,
+    threads: int,
+    shape_a: tuple[int, ...],
+    shape_b: tuple[int, ...],
+    tiled: bool,
+) -> None:
+    # One thread a walk: the operators call the compiled entry directly (the runner's
+    # lane), from four threads at once, on one runner: its addresses and row counter on
+    # each call's stack, its tiles held by one call at a time. Two: Python's lock around
+    # the shared walk. A walk claims one row at a time, so that walks sharing a counter
+    # would each write only some rows.
+    monkeypatch.setattr(_compiled, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(_compiled, "_walks", {})
     rng = np.random.default_rng(3)
-    a = rng.standard_normal((300, 64)).astype(np.float32)
-    bs = [rng.standard_normal(64).astype(np.float32) for _ in range(4)]
-    outs = [np.empty_like(a) for _ in range(4)]
+    a = rng.standard_normal(shape_a).astype(np.float32)
+    bs = [rng.standard_normal(shape_b).astype(np.float32) for _ in range(4)]
+    outs = [np.empty(np.broadcast_shapes(shape_a, shape_b), np.float32) for _ in range(4)]
     failures: list[str] = []
-    with engine.settings(**COMPILED):
+    forced = {**COMPILED, "threads": threads, "compiled_thread_work": 1, "parallel_min": 1}
+    with engine.settings(**forced):
         ops.add(a, bs[0], out=outs[0])  # planned: every thread replays the one runner
+        [call] = ops._tiny.CALLS["add"]._calls.values()  # type: ignore[attr-defined]
+        assert call.runner is not None
+        assert call.runner.threads == threads
+        assert bool(call.runner.walk.tiles) == tiled
+        assert (call.runner.lane is not None) == (threads == 1)
 
         def work(k: int) -> None:
             for _ in range(200):

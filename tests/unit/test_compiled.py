@@ -22,7 +22,7 @@ from bcast.engine import config as _config
 from bcast.engine import layout as _layout
 from bcast.engine import parallel as _parallel
 from bcast.engine.background import Resolver
-from bcast.engine.runner import MAX_RANK
+from bcast.engine.runner import MAX_RANK, Runner
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
@@ -249,6 +249,43 @@ def test_one_thread_replays_run_the_walk_inside_the_compiled_entry(
                 same_bits(ops.sub(a, b, out=out), np.subtract(a, b))
     assert calls == [("sub", True)] * 15
     assert started == []
+
+
+def test_replays_into_out_call_the_compiled_entry_without_the_runner(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]]
+) -> None:
+    # A replay goes from the operator straight to the compiled entry (the runner's lane),
+    # never through the Python runner (the first call may, while it compiles). One the entry
+    # declines
+    # (out overlapping an operand, the same layout) takes NumPy's path, which handles the
+    # overlap; a read-only out is refused as before, unwritten.
+    python_runs: list[int] = []
+    real = Runner.__call__
+
+    def counted(self: Runner, out: Any, operands: Any) -> bool:
+        python_runs.append(1)
+        return real(self, out, operands)
+
+    monkeypatch.setattr(Runner, "__call__", counted)
+    rng = np.random.default_rng(5)
+    big = rng.standard_normal((70, 90)).astype(np.float32)
+    a = rng.standard_normal((70, 1)).astype(np.float32)
+    out = np.empty_like(big)
+    with engine.settings(**{**FORCED, "threads": 1}):
+        for k in range(3):
+            b = big[k : k + 1]  # (1, 90), the strides of a row of big
+            same_bits(ops.add(a, b, out=out), a + b)
+            python_runs.clear()
+        same_bits(ops.add(a, big[7:8]), a + big[7:8])  # a new result: the lane too
+        want = a + big[5:6]
+        same_bits(ops.add(a, big[5:6], out=big), want)  # writes the row it reads
+        frozen = np.zeros_like(out)
+        frozen.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            ops.add(a, big[5:6], out=frozen)
+        assert not frozen.any()
+    assert python_runs == []
+    assert calls == [("add", True)] * 3 + [("add", True), ("add", False)]
 
 
 def test_the_walk_is_started_from_python_where_the_entry_cannot_call_the_walker(

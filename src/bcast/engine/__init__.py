@@ -24,9 +24,11 @@ from bcast.engine.executor import (
     quiet_run,
     settings,
 )
+from bcast.engine.runner import WALKED
 
 __all__ = [
     "TINY",
+    "WALKED",
     "CacheInfo",
     "Call",
     "CallCache",

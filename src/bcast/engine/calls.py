@@ -15,6 +15,7 @@ changes them later starts from `clear_call_caches`.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
@@ -24,7 +25,7 @@ import numpy as np
 from bcast.arrays.targets import check_result_shape
 from bcast.arrays.views import aligned_view, output_shape
 from bcast.core.plans import Plan
-from bcast.engine import config
+from bcast.engine import config, guard
 from bcast.engine.kernel import Kernel
 from bcast.engine.numpy_path import (
     allocate,
@@ -33,6 +34,7 @@ from bcast.engine.numpy_path import (
     quietly,
     run_numpy,
 )
+from bcast.engine.runner import WALKED, Runner
 
 __all__ = ["Call", "CallCache", "CacheInfo", "call_cache_info", "clear_call_caches", "prepare"]
 
@@ -47,6 +49,11 @@ class Call:
     ``call(operands, out=None)`` computes the operator on arrays of exactly the shapes,
     strides and dtypes it was prepared for (and an ``out=`` likewise, or none) and returns
     ``out`` or the new result, with the results and errors of `bcast.engine.execute`.
+
+    ``runner`` is the compiled walk it runs (`bcast.engine.runner.Runner`), None where it
+    runs NumPy's kernels. Its ``lane``, when not None, is the quickest way to replay the
+    call into a writable ``out=`` of exactly the prepared type (see the runner); a caller
+    that takes it adds one to ``calls`` itself and, where it declines, calls ``numpy``.
     """
 
     __slots__ = (
@@ -55,10 +62,11 @@ class Call:
         "_kernel",
         "_op",
         "_plan",
-        "_runner",
         "_slots",
+        "_small",
         "calls",
         "dtype",
+        "runner",
         "shape",
     )
 
@@ -80,23 +88,35 @@ class Call:
         self.shape = shape
         self.dtype = dtype
         self._how = how
-        self._runner = runner
+        self.runner: Runner | None = runner if how == _COMPILED else None
         self._aligned = aligned  # the operands are passed as they are (NumPy aligns them)
         self._slots = slots  # the plan operand of each operand (None: the same index)
         self.calls = 0  # how many times it ran
+        # a new result this small needs no look at the memory limit (`guard.small_fits`)
+        self._small = dtype.itemsize * math.prod(shape) <= guard.SMALL_BYTES
 
     def __call__(self, operands: Sequence[Any], out: Any = None) -> Any:
         """Compute the call on ``operands`` (into ``out``); return ``out`` or the result."""
         self.calls += 1
         if out is None:
-            result = allocate(self._op, self.shape, self.dtype)
+            if self._small and guard.small_fits:
+                result = np.empty(self.shape, self.dtype)
+            else:
+                result = allocate(self._op, self.shape, self.dtype)
         elif not out.flags.writeable:
-            return self._numpy(operands, out)  # raises the engine's error
+            return self.numpy(operands, out)  # raises the engine's error
         else:
             result = out
         how = self._how
         if how == _COMPILED:
-            if self._runner(result, operands):
+            runner = self.runner
+            lane = None if runner is None else runner.lane
+            if lane is not None:  # the compiled entry, walking on this thread
+                x, count = operands[0], len(operands)
+                y = operands[1] if count > 1 else x
+                if lane(result, x, y, operands[2] if count > 2 else x) == WALKED:
+                    return result
+            elif runner is not None and runner(result, operands):
                 return result
         elif how == _ONE and (
             out is None or self._kernel.single_pass or not _overlaps(out, operands)
@@ -106,13 +126,17 @@ class Call:
             else:
                 quietly(self._kernel.numpy, result, *self._views(operands))
             return result
-        return self._numpy(operands, out) if out is not None else self._fresh(operands, result)
+        return self.numpy(operands, out) if out is not None else self._fresh(operands, result)
 
     def _views(self, operands: Sequence[Any]) -> list[Any]:
         return _views_of(self._plan, operands, self._slots)
 
-    def _numpy(self, operands: Sequence[Any], out: Any) -> Any:
-        """NumPy's path (no compiled walker), with every check, into ``out``."""
+    def numpy(self, operands: Sequence[Any], out: Any) -> Any:
+        """Compute on NumPy's path (no compiled walker), with every check, into ``out``.
+
+        What the call does where its runner's ``lane`` declines (an array off its alignment,
+        an ``out=`` overlapping an operand) or ``out`` is read-only (it raises).
+        """
         return run_numpy(
             self._op,
             self.shape,

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import llvmlite.ir as ir
 import numpy as np
 from numba import carray, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.numpy_support import from_dtype
 
+from bcast.engine.numba_team import fetch_add
 from bcast.engine.runner import HEAD, READY, WALKED
 
 __all__ = [
+    "BUSY",
     "FAILED",
     "OVERLAP",
     "UNALIGNED",
@@ -40,6 +43,7 @@ __all__ = [
     "native",
     "pointer",
     "save",
+    "stack",
 ]
 
 UNALIGNED: Final = 1
@@ -48,13 +52,15 @@ OVERLAP: Final = 2
 """The output overlaps an operand (other than element for element): NumPy's path computes."""
 FAILED: Final = 4
 """The walker `enter` called failed (it could not allocate): NumPy's path computes."""
+BUSY: Final = 5
+"""Another thread is walking with this head's tiles: NumPy's path computes."""
 
 # `enter`'s ``head``: where each field is (the runner writes them in `HEAD`'s order)
-_WALKER, _WHERE, _PARTS, _LAYOUT, _CHUNK, _STREAM, _TILES, _TILE_ROWS, _TILE_WIDTH = (
+_WALKER, _WHERE, _PARTS, _LAYOUT, _CHUNK, _STREAM, _TILES, _TILE_ROWS, _TILE_WIDTH, _BUSY = (
     HEAD.index(field)
     for field in (
         "walker", "where", "parts", "layout", "chunk", "stream", "tiles", "tile_rows",
-        "tile_width",
+        "tile_width", "busy",
     )
 )  # fmt: skip
 
@@ -74,6 +80,9 @@ WALKER: Final = (
     types.int64,  # helpers
 )
 """The arguments of `bcast.engine.numba_kernels.walk` as its machine code takes them."""
+
+_OWN: Final = 5
+"""The words of a one-thread walk's ``where`` on the entry's stack: four addresses, a counter."""
 
 TILE_FIELDS: Final = 3
 """A row of ``tiles``: operand index, rank, the tile's address, then shape and strides."""
@@ -158,6 +167,20 @@ def itemsize(typingctx: Any, data: Any) -> Any:
         return context.get_constant(types.uint64, size)
 
     return types.uint64(data), codegen
+
+
+@intrinsic
+def stack(typingctx: Any, words: Any) -> Any:
+    """Return the address of ``words`` int64 (a literal) on the stack of the function."""
+    if not isinstance(words, types.IntegerLiteral):
+        return None
+    count = words.literal_value
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(64), count))
+        return builder.ptrtoint(slot, context.get_value_type(types.int64))
+
+    return types.int64(words), codegen
 
 
 @njit(inline="always")
@@ -300,7 +323,7 @@ def enter(head: Any, o: Any, x: Any, y: Any, z: Any) -> int:
     the tile's address, that part's shape and its strides in bytes from the operand's
     address. Then, where ``head`` gives a walker, it runs the walk on this thread.
     Returns `WALKED` (or `FAILED`) having walked, `READY` for the caller to walk, or
-    `UNALIGNED` or `OVERLAP` having written nothing.
+    `UNALIGNED`, `OVERLAP` or `BUSY` having written nothing.
     """
     if o.ctypes.data % o.itemsize != 0:
         return UNALIGNED
@@ -308,7 +331,17 @@ def enter(head: Any, o: Any, x: Any, y: Any, z: Any) -> int:
     if found != READY:
         return found
     parts = head[_PARTS]
-    where = carray(pointer(head[_WHERE], np.int64), (4 + parts,))
+    walker = head[_WALKER]
+    walking = walker != 0 and parts == 1
+    # Walking here (one thread, one part): the addresses and the row counter on this call's
+    # stack, so that calls from several threads share nothing but the tiles, which one call
+    # at a time holds (the others answer BUSY at once; a caller that walks holds a lock).
+    at = stack(_OWN) if walking else head[_WHERE]
+    held = walking and head[_TILE_ROWS] > 0
+    if held and fetch_add(head, _BUSY, 1) != 0:
+        fetch_add(head, _BUSY, -1)
+        return BUSY
+    where = carray(pointer(at, np.int64), (4 + parts,))
     where[0] = o.ctypes.data
     where[1] = x.ctypes.data
     where[2] = y.ctypes.data
@@ -322,12 +355,12 @@ def enter(head: Any, o: Any, x: Any, y: Any, z: Any) -> int:
         where[j] = tile[2]
     for part in range(4, where.size):
         where[part] = 0  # no row handed out yet
-    walker = head[_WALKER]
     if walker == 0:
         return READY
-    if call_walker(walker, head[_WHERE], parts, head[_LAYOUT], head[_CHUNK], head[_STREAM] != 0):
-        return FAILED
-    return WALKED
+    failed = call_walker(walker, at, parts, head[_LAYOUT], head[_CHUNK], head[_STREAM] != 0)
+    if held:
+        fetch_add(head, _BUSY, -1)
+    return FAILED if failed else WALKED
 
 
 _WORDS: Final = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}

@@ -21,7 +21,15 @@ from numba.core import cgutils
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 
-from bcast.engine.numba_entry import compile_entry, itemsize, load, native, pointer, save
+from bcast.engine.numba_entry import (
+    compile_entry,
+    itemsize,
+    load,
+    native,
+    pointer,
+    save,
+    stack,
+)
 from bcast.engine.numba_rows import NAMES, SCALARS, arity, fence, run_row
 from bcast.engine.numba_team import LINE, fetch_add, join, post
 from bcast.engine.runner import MAX_RANK
@@ -34,20 +42,6 @@ _lock = threading.Lock()
 
 _COUNTERS: Final = MAX_RANK + 7
 """The walker's counters: an index per outer axis, an offset and a last offset per array."""
-
-
-@intrinsic
-def _stack(typingctx: Any, words: Any) -> Any:
-    """Return a pointer to ``words`` int64 (a literal) on the stack of the function."""
-    if not isinstance(words, types.IntegerLiteral):
-        return None
-    count = words.literal_value
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(64), count))
-        return builder.bitcast(slot, context.get_value_type(signature.return_type))
-
-    return types.CPointer(types.int64)(words), codegen
 
 
 def _libc(builder: Any, name: str, result: Any, *arguments: Any) -> Any:
@@ -180,7 +174,7 @@ def walk(
     wx = (n * itemsize(x) + 7) // 8 if gx else 0
     wy = (n * itemsize(y) + 7) // 8 if gy else 0
     wz = (n * itemsize(z) + 7) // 8 if gz else 0
-    counters = carray(_stack(_COUNTERS), (_COUNTERS,))
+    counters = carray(pointer(stack(_COUNTERS), np.int64), (_COUNTERS,))
     index, offsets, last = counters[: rank - 1], counters[rank - 1 : rank + 3], counters[rank + 3 :]
     last[:4] = -1
     buffers = _allocate(8 * (wx + wy + wz)) if gx or gy or gz else 0

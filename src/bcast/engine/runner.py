@@ -35,12 +35,15 @@ WALKED: Final = 3
 NumPy's path computes.)"""
 
 HEAD: Final = (
-    "walker", "where", "parts", "layout", "chunk", "stream", "tiles", "tile_rows", "tile_width"
+    "walker", "where", "parts", "layout", "chunk", "stream", "tiles", "tile_rows", "tile_width",
+    "busy",
 )  # fmt: skip
 """The fields of the entry's ``head`` (int64), in order: the walker's machine code address
 (0: the caller walks), the address of the walker's ``where`` and its number of ``parts``, the
 address of its ``layout``, its ``chunk`` and ``stream``, then the address of the table of
-tiles, its rows and its width (`bcast.engine.numba_entry.enter`)."""
+tiles, its rows and its width, and a count the entry holds the tiles by while it walks
+(`bcast.engine.numba_entry.enter`)."""
+_NATIVE: Final = HEAD.index("walker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,14 @@ class Runner:
     and entry, or None while they compile. ``run_team(go, threads)`` runs the walk on that
     many threads (`bcast.engine.parallel.run_team`); each part of the rows has its own
     counter, from which the walkers claim ``chunk`` rows at a time.
+
+    ``lane(out, x, y, z)``, once the entry and a one-thread walker are compiled (None
+    before, and always with more threads), is the compiled entry itself: it checks the
+    arrays and walks on the caller's thread, with no Python in between and no Python lock
+    (it keeps a call's addresses on its own stack, and holds the tiles, if any, while it
+    walks), and returns `WALKED` having written ``out``. Like the runner, it must be given
+    arrays of exactly the prepared types, and ``out`` writable (it does not look): three
+    operands, the first repeated for those missing.
     """
 
     __slots__ = (
@@ -94,6 +105,7 @@ class Runner:
         "_run_team",
         "_tiles",
         "_where",
+        "lane",
         "name",
         "stream",
         "threads",
@@ -143,10 +155,12 @@ class Runner:
                 "tiles": _address(self._tiles),
                 "tile_rows": self._tiles.shape[0],
                 "tile_width": self._tiles.shape[1],
+                "busy": 0,
             }
             self._head[:] = [fields[field] for field in HEAD]
         self._go: Callable[[int, int, int], None] | None = None
         self._enter: Any = None
+        self.lane: Callable[..., int] | None = None
         if walk is not None:  # both asked for (queued for the background) now
             self._enter = find_entry()
             self._resolve()
@@ -160,28 +174,31 @@ class Runner:
             walker = self._find_walker()
             if walker is None:
                 return False
+            if self.threads == 1:  # first: an entry called once _go is set walks itself
+                self._head[_NATIVE] = getattr(walker, "native", 0)
             self._go = _bind(walker, self._where, walk, self._chunk, self.stream)
-            if self.threads == 1:
-                self._head[HEAD.index("walker")] = getattr(walker, "native", 0)
         if self._enter is None:
             self._enter = self._find_entry()
+        if self._enter is not None and self._head[_NATIVE] != 0:
+            # the entry walks on the caller's thread (holding the tiles, if any, itself)
+            self.lane = functools.partial(self._enter, self._head)
         return True
 
     def _run(self, out: np.ndarray[Any, Any], operands: Sequence[Any]) -> bool:
         """Compute ``out`` from ``operands`` if the walk can; tell whether it did."""
+        x, count = operands[0], len(operands)
+        y = operands[1] if count > 1 else x
+        z = operands[2] if count > 2 else x
+        lane = self.lane
+        if lane is not None:
+            return bool(lane(out, x, y, z) == WALKED)
         go, enter = self._go, self._enter
         if go is None or enter is None:
             return self._call_in_python(out, operands)
         if not self._busy.acquire(False):
             return False
         try:
-            x, count = operands[0], len(operands)
-            if count == 2:
-                ready = enter(self._head, out, x, operands[1], x)
-            elif count == 3:
-                ready = enter(self._head, out, x, operands[1], operands[2])
-            else:
-                ready = enter(self._head, out, x, x, x)
+            ready = enter(self._head, out, x, y, z)
             if ready == WALKED:
                 return True
             if ready != READY:

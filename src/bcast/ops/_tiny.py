@@ -36,6 +36,7 @@ _NDARRAY: Final = np.ndarray
 _DEFAULT_AXIS: Final = -1  # compared by identity: any other object takes the full path
 _NUMPY: Final = "numpy"  # the default of ``broadcast``, likewise
 _TINY_SIZE: Final = engine.TINY
+_WALKED: Final = engine.WALKED
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -244,6 +245,14 @@ def tiny_path(op: str) -> Callable[[_F], _F]:
                 else:
                     call = None
                 if call is not None:  # planned by an earlier call of this call site
+                    runner = call.runner
+                    if out is not None and runner is not None:
+                        lane = runner.lane  # the compiled entry, walking on this thread
+                        if lane is not None and out.flags.writeable:
+                            call.calls += 1
+                            if lane(out, a, b, a) == _WALKED:
+                                return out
+                            return call.numpy((a, b), out)  # declined: NumPy's path
                     return call((a, b), out)
             elif broadcast is _NUMPY and axis is _DEFAULT_AXIS and out is None:
                 pair = _scalar_pair(a, b)
