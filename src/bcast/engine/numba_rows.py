@@ -18,7 +18,7 @@ from bcast.engine.numba_entry import address, itemsize, load, save
 from bcast.engine.numba_pow import pow_float32 as _pow
 from bcast.engine.numba_pow import pow_special
 
-__all__ = ["ALIGN", "NAMES", "SCALARS", "arity", "fence", "run_row"]
+__all__ = ["ALIGN", "NAMES", "ROW_FLAGS", "SCALARS", "arity", "fence", "run_called_row", "run_row"]
 
 ALIGN: Final = 64
 """Streaming stores start at an address aligned to this (a cache line; an AVX-512 vector)."""
@@ -235,7 +235,7 @@ def fence(typingctx: Any) -> Any:
     return types.void(), codegen
 
 
-_ROW_FLAGS: Final = {"contract"}
+ROW_FLAGS: Final = {"contract"}
 """Multiply-adds may fuse (Pow's polynomials); every other operation is one IEEE operation."""
 
 # Rows are runs of elements from an offset of a raw pointer (`bcast.engine.numba_entry.load`
@@ -260,20 +260,20 @@ def _element(
     )
 
 
-@njit(nogil=True, error_model="numpy", fastmath=_ROW_FLAGS, cache=True)
-def _row(
+@njit(inline="always")
+def _plain_row(
     op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any, zo: Any, n: Any
 ) -> None:
     # One element at a time up to the first VECTOR-aligned output address, then the
     # vectorised loop, whose stores then never straddle two cache lines. NumPy's small
     # arrays are 16-byte aligned: a 64 KiB outer add into one 16 bytes off a line took 5.5 us
-    # a call, 4.5 us into an aligned one. Short rows are not worth the scalar head.
-    literally(op)
-    literally(kind)
+    # a call, 4.5 us into an aligned one. Rows shorter than 8 vectors are not worth the
+    # scalar head (it leaves a body too short for the unrolled loop: an outer add of
+    # (512,1)+(1,32) float32 into an output 16 bytes off took 5.7 us with it, 4.1 without).
     size = itemsize(o)
     vector = np.uint64(VECTOR)
     head = np.uint64(0)
-    if n * size >= np.uint64(4 * VECTOR):
+    if n * size >= np.uint64(8 * VECTOR):
         head = (vector - (address(o) + oo * size) % vector) % vector // size
     xv, yv = load(x, xo), load(y, yo)
     for c in range(head):
@@ -283,7 +283,7 @@ def _row(
     _fix(op, kind, o, oo, x, xo, y, yo, n)
 
 
-@njit(nogil=True, error_model="numpy", fastmath=_ROW_FLAGS, cache=True)
+@njit(inline="always")
 def _streamed_row(
     op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any, zo: Any, n: Any
 ) -> None:
@@ -291,8 +291,6 @@ def _streamed_row(
     # ALIGN-byte runs, of one element for the rest. Every store of the row streams: a cache
     # line written by plain and streaming stores (the ends of rows that do not start on a
     # line) costs more than plain stores alone (measured: 4x on rows of 128 float32).
-    literally(op)
-    literally(kind)
     align = np.uint64(ALIGN)
     size = itemsize(o)
     at = address(o) + oo * size
@@ -309,27 +307,81 @@ def _streamed_row(
     _fix(op, kind, o, oo, x, xo, y, yo, n)
 
 
-@njit(inline="always")
-def run_row(
-    op: Any,
-    kind: Any,
-    stream: bool,
-    o: Any,
-    oo: Any,
-    x: Any,
-    xo: Any,
-    y: Any,
-    yo: Any,
-    z: Any,
-    zo: Any,
-    n: Any,
-) -> None:
-    """Write ``n`` elements of ``o`` from ``oo`` (streaming stores if ``stream``).
+# Rows are inlined in the walker (`run_row`): a row costs no call, and the walker's work that
+# is the same for every row is hoisted out of it (an outer add of (512,1)+(1,32) float32: 4.9
+# -> 3.5 us). Pow's rows are functions of their own (`run_called_row`): its polynomials,
+# inlined in each of the walker's six kinds of row, doubled its compile time (13 -> 25 s),
+# and a call costs nothing next to a row of them.
 
-    Operand x's elements are ``x[xo:xo + n]`` (kind 1: the value ``x[xo]`` throughout), y's
-    likewise (kind 2), z's always a run.
-    """
+
+@njit(inline="always")
+def _inlined(
+    op: Any, kind: Any, stream: bool, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any,
+    zo: Any, n: Any,
+) -> None:  # fmt: skip
     if stream:
         _streamed_row(op, kind, o, oo, x, xo, y, yo, z, zo, n)
     else:
-        _row(op, kind, o, oo, x, xo, y, yo, z, zo, n)
+        _plain_row(op, kind, o, oo, x, xo, y, yo, z, zo, n)
+
+
+@njit(nogil=True, error_model="numpy", fastmath=ROW_FLAGS, cache=True)
+def _called_row(
+    op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any, zo: Any, n: Any
+) -> None:
+    literally(op)
+    literally(kind)
+    _plain_row(op, kind, o, oo, x, xo, y, yo, z, zo, n)
+
+
+@njit(nogil=True, error_model="numpy", fastmath=ROW_FLAGS, cache=True)
+def _called_streamed_row(
+    op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any, zo: Any, n: Any
+) -> None:
+    literally(op)
+    literally(kind)
+    _streamed_row(op, kind, o, oo, x, xo, y, yo, z, zo, n)
+
+
+@njit(inline="always")
+def _called(
+    op: Any, kind: Any, stream: bool, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any,
+    zo: Any, n: Any,
+) -> None:  # fmt: skip
+    if stream:
+        _called_streamed_row(op, kind, o, oo, x, xo, y, yo, z, zo, n)
+    else:
+        _called_row(op, kind, o, oo, x, xo, y, yo, z, zo, n)
+
+
+@njit(inline="always")
+def run_row(
+    op: Any, kind: int, stream: bool, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any,
+    zo: Any, n: Any,
+) -> None:  # fmt: skip
+    """Write ``n`` elements of ``o`` from ``oo`` (streaming stores if ``stream``), inlined.
+
+    Operand x's elements are ``x[xo:xo + n]``, y's ``y[yo:yo + n]``, z's ``z[zo:zo + n]``;
+    but where ``kind`` is 1 (2), the value ``x[xo]`` (``y[yo]``) throughout. Each kind
+    compiles its own loop.
+    """
+    if kind == 1:
+        _inlined(op, 1, stream, o, oo, x, xo, y, yo, z, zo, n)
+    elif kind == 2:
+        _inlined(op, 2, stream, o, oo, x, xo, y, yo, z, zo, n)
+    else:
+        _inlined(op, 0, stream, o, oo, x, xo, y, yo, z, zo, n)
+
+
+@njit(inline="always")
+def run_called_row(
+    op: Any, kind: int, stream: bool, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, z: Any,
+    zo: Any, n: Any,
+) -> None:  # fmt: skip
+    """As `run_row`, each kind of row a function compiled on its own, called."""
+    if kind == 1:
+        _called(op, 1, stream, o, oo, x, xo, y, yo, z, zo, n)
+    elif kind == 2:
+        _called(op, 2, stream, o, oo, x, xo, y, yo, z, zo, n)
+    else:
+        _called(op, 0, stream, o, oo, x, xo, y, yo, z, zo, n)
