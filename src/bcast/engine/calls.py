@@ -114,9 +114,7 @@ class Call:
             if lane is not None:  # the compiled entry, walking on this thread: called here,
                 # not through the runner (`Runner._run` does the same), a frame less: a
                 # 64 KiB add making a new result took 4.1 us a call, 4.3 through the runner
-                x, count = operands[0], len(operands)
-                y = operands[1] if count > 1 else x
-                if lane(result, x, y, operands[2] if count > 2 else x) == WALKED:
+                if lane(result, *operands) == WALKED:
                     return result
             elif runner is not None and runner(result, operands):
                 return result

@@ -255,7 +255,6 @@ def prepare(
         _walks[key] = found
     passed = views if operands is None else operands
     kinds = tuple((x.itemsize, x.ndim) for x in [out, *passed])
-    kinds += kinds[1:2] * (4 - len(kinds))  # unused operands: the first again
     walk = found if isinstance(found, Walk) else None
     dtypes = walk.dtypes if walk is not None else ()
     return Runner(

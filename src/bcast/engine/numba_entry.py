@@ -38,6 +38,8 @@ __all__ = [
     "call_walker",
     "compile_entry",
     "enter",
+    "enter_one",
+    "enter_two",
     "itemsize",
     "load",
     "native",
@@ -312,21 +314,23 @@ def native(dispatcher: Any, signature: tuple[Any, ...]) -> int:
     return int(result.library.get_pointer_to_function(result.fndesc.llvm_func_name) or 0)
 
 
-@njit(nogil=True, cache=True)
-def enter(head: Any, o: Any, x: Any, y: Any, z: Any) -> int:
+@njit(inline="always")
+def _enter(at_head: int, o: Any, x: Any, y: Any, z: Any) -> int:
     """Check the arrays of one call, fill the walker's addresses and tiles, maybe walk.
 
-    ``head`` holds the fields `HEAD` names. The walker's ``where`` gets the addresses of
-    ``o`` and the operands ``x, y, z`` (an operand that is tiled: its tile's, after the
-    tile is filled from it), then zeros: its row counters, one per part of the rows. Each
-    row of the table of tiles names the operand (1, 2 or 3), the rank of the part copied,
-    the tile's address, that part's shape and its strides in bytes from the operand's
-    address. Then, where ``head`` gives a walker, it runs the walk on this thread.
+    ``at_head`` is the address of the int64 fields `HEAD` names (``head``). The walker's
+    ``where`` gets the addresses of ``o`` and the operands ``x, y, z`` (an operand that is
+    tiled: its tile's, after the tile is filled from it), then zeros: its row counters, one
+    per part of the rows. Each row of the table of tiles names the operand (1, 2 or 3), the
+    rank of the part copied, the tile's address, that part's shape and its strides in bytes
+    from the operand's address. Then, where ``head`` gives a walker, it runs the walk on
+    this thread.
     Returns `WALKED` (or `FAILED`) having walked, `READY` for the caller to walk, or
     `UNALIGNED`, `OVERLAP` or `BUSY` having written nothing.
     """
     if o.ctypes.data % o.itemsize != 0:
         return UNALIGNED
+    head = carray(pointer(at_head, np.int64), (len(HEAD),))
     found: int = max(_check(o, x), _check(o, y), _check(o, z))  # OVERLAP over UNALIGNED
     if found != READY:
         return found
@@ -363,11 +367,42 @@ def enter(head: Any, o: Any, x: Any, y: Any, z: Any) -> int:
     return FAILED if failed else WALKED
 
 
+# An entry per number of operands: an array passed twice would cost its unboxing twice (about
+# 40 ns each; so would ``head`` as an array rather than its address).
+
+
+@njit(nogil=True, cache=True)
+def enter(at_head: int, o: Any, x: Any, y: Any, z: Any) -> int:
+    """`_enter` on three operands (Where): see there.
+
+    Returns `WALKED` (or `FAILED`) having walked, `READY` for the caller to walk, or
+    `UNALIGNED`, `OVERLAP` or `BUSY` having written nothing.
+    """
+    status: int = _enter(at_head, o, x, y, z)
+    return status
+
+
+@njit(nogil=True, cache=True)
+def enter_two(at_head: int, o: Any, x: Any, y: Any) -> int:
+    """`_enter` on two operands (the binary operators): the walker's z is x."""
+    status: int = _enter(at_head, o, x, y, x)
+    return status
+
+
+@njit(nogil=True, cache=True)
+def enter_one(at_head: int, o: Any, x: Any) -> int:
+    """`_enter` on one operand (Expand, Broadcast): the walker's y and z are x."""
+    status: int = _enter(at_head, o, x, x, x)
+    return status
+
+
 _WORDS: Final = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def compile_entry(kinds: tuple[tuple[int, int], ...]) -> Any:
-    """Return `enter` compiled for arrays of these (itemsize, number of dimensions), four.
+    """Return the entry compiled for arrays of these (itemsize, number of dimensions).
+
+    The output's, then one, two or three operands' (`enter_one`, `enter_two`, `enter`).
 
     The entry reads only addresses, shapes and strides, so an array is typed as unsigned
     integers of its itemsize (1, 2, 4 or 8 bytes), with any layout: the entry takes every
@@ -375,5 +410,5 @@ def compile_entry(kinds: tuple[tuple[int, int], ...]) -> Any:
     dispatcher), it must be given exactly those.
     """
     arrays = [types.Array(from_dtype(np.dtype(_WORDS[size])), ndim, "A") for size, ndim in kinds]
-    signature = (types.int64[::1], *arrays)
-    return enter.compile(signature)
+    entry = {2: enter_one, 3: enter_two, 4: enter}[len(kinds)]
+    return entry.compile((types.int64, *arrays))

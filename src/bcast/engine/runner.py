@@ -60,7 +60,7 @@ class Walk:
 
 
 Kinds = tuple[tuple[int, int], ...]
-"""The itemsize and number of dimensions of the output and three operands (an entry's types)."""
+"""The itemsize and number of dimensions of the output and each operand (an entry's types)."""
 
 _WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -82,16 +82,16 @@ class Runner:
     many threads (`bcast.engine.parallel.run_team`); each part of the rows has its own
     counter, from which the walkers claim ``chunk`` rows at a time.
 
-    ``lane(out, x, y, z)``, once the entry and a one-thread walker are compiled (None
+    ``lane(out, *operands)``, once the entry and a one-thread walker are compiled (None
     before, and always with more threads), is the compiled entry itself: it checks the
     arrays and walks on the caller's thread, with no Python in between and no Python lock
     (it keeps a call's addresses on its own stack, and holds the tiles, if any, while it
     walks), and returns `WALKED` having written ``out``. Like the runner, it must be given
-    arrays of exactly the prepared types, and ``out`` writable (it does not look): three
-    operands, the first repeated for those missing.
+    arrays of exactly the prepared types, and ``out`` writable (it does not look).
     """
 
     __slots__ = (
+        "_at_head",
         "_buffers",
         "_busy",
         "_chunk",
@@ -144,6 +144,7 @@ class Runner:
         # What the entry reads (`HEAD`); the walker's address is filled in once it is
         # compiled, where the walk has one thread (the entry then walks).
         self._head = np.zeros(len(HEAD), np.int64)
+        self._at_head = _address(self._head)  # the entry reads it there
         if walk is not None:
             fields = {
                 "walker": 0,
@@ -181,24 +182,21 @@ class Runner:
             self._enter = self._find_entry()
         if self._enter is not None and self._head[_NATIVE] != 0:
             # the entry walks on the caller's thread (holding the tiles, if any, itself)
-            self.lane = functools.partial(self._enter, self._head)
+            self.lane = functools.partial(self._enter, self._at_head)
         return True
 
     def _run(self, out: np.ndarray[Any, Any], operands: Sequence[Any]) -> bool:
         """Compute ``out`` from ``operands`` if the walk can; tell whether it did."""
-        x, count = operands[0], len(operands)
-        y = operands[1] if count > 1 else x
-        z = operands[2] if count > 2 else x
         lane = self.lane
         if lane is not None:
-            return bool(lane(out, x, y, z) == WALKED)
+            return bool(lane(out, *operands) == WALKED)
         go, enter = self._go, self._enter
         if go is None or enter is None:
             return self._call_in_python(out, operands)
         if not self._busy.acquire(False):
             return False
         try:
-            ready = enter(self._head, out, x, y, z)
+            ready = enter(self._at_head, out, *operands)
             if ready == WALKED:
                 return True
             if ready != READY:

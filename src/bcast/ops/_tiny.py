@@ -250,7 +250,7 @@ def tiny_path(op: str) -> Callable[[_F], _F]:
                         lane = runner.lane  # the compiled entry, walking on this thread
                         if lane is not None and out.flags.writeable:
                             call.calls += 1
-                            if lane(out, a, b, a) == _WALKED:
+                            if lane(out, a, b) == _WALKED:
                                 return out
                             return call.numpy((a, b), out)  # declined: NumPy's path
                     return call((a, b), out)
