@@ -131,6 +131,13 @@ def test_an_out_overlapping_an_operand_gives_numpys_result(op: str) -> None:
             same_bits(buffer[: 130 * 64].reshape(130, 64), want)
             ours(in_place, b, out=in_place)  # element for element: computed in place
             same_bits(in_place, want)
+            # out a row ahead of the second operand: a walk would overwrite rows it has
+            # yet to read, so the entry must check that operand too
+            behind = rng.standard_normal(130 * 64 + 64)
+            c = behind[: 130 * 64].reshape(130, 64)
+            want = theirs(b, c)
+            ours(b, c, out=behind[64:].reshape(130, 64))
+            same_bits(behind[64:].reshape(130, 64), want)
 
 
 def test_a_replayed_call_respects_the_memory_limit() -> None:

@@ -315,7 +315,7 @@ def native(dispatcher: Any, signature: tuple[Any, ...]) -> int:
 
 
 @njit(inline="always")
-def _enter(at_head: int, o: Any, x: Any, y: Any, z: Any) -> int:
+def _enter(at_head: int, o: Any, x: Any, y: Any, z: Any, count: int) -> int:
     """Check the arrays of one call, fill the walker's addresses and tiles, maybe walk.
 
     ``at_head`` is the address of the int64 fields `HEAD` names (``head``). The walker's
@@ -324,14 +324,20 @@ def _enter(at_head: int, o: Any, x: Any, y: Any, z: Any) -> int:
     per part of the rows. Each row of the table of tiles names the operand (1, 2 or 3), the
     rank of the part copied, the tile's address, that part's shape and its strides in bytes
     from the operand's address. Then, where ``head`` gives a walker, it runs the walk on
-    this thread.
+    this thread. ``count`` (a constant) is how many operands are distinct: the others
+    repeat x and are not checked again.
     Returns `WALKED` (or `FAILED`) having walked, `READY` for the caller to walk, or
     `UNALIGNED`, `OVERLAP` or `BUSY` having written nothing.
     """
     if o.ctypes.data % o.itemsize != 0:
         return UNALIGNED
     head = carray(pointer(at_head, np.int64), (len(HEAD),))
-    found: int = max(_check(o, x), _check(o, y), _check(o, z))  # OVERLAP over UNALIGNED
+    # OVERLAP over UNALIGNED; an operand repeated for those missing (``count``) checked once
+    found: int = _check(o, x)
+    if count > 1:
+        found = max(found, _check(o, y))
+    if count > 2:
+        found = max(found, _check(o, z))
     if found != READY:
         return found
     parts = head[_PARTS]
@@ -378,21 +384,21 @@ def enter(at_head: int, o: Any, x: Any, y: Any, z: Any) -> int:
     Returns `WALKED` (or `FAILED`) having walked, `READY` for the caller to walk, or
     `UNALIGNED`, `OVERLAP` or `BUSY` having written nothing.
     """
-    status: int = _enter(at_head, o, x, y, z)
+    status: int = _enter(at_head, o, x, y, z, 3)
     return status
 
 
 @njit(nogil=True, cache=True)
 def enter_two(at_head: int, o: Any, x: Any, y: Any) -> int:
     """`_enter` on two operands (the binary operators): the walker's z is x."""
-    status: int = _enter(at_head, o, x, y, x)
+    status: int = _enter(at_head, o, x, y, x, 2)
     return status
 
 
 @njit(nogil=True, cache=True)
 def enter_one(at_head: int, o: Any, x: Any) -> int:
     """`_enter` on one operand (Expand, Broadcast): the walker's y and z are x."""
-    status: int = _enter(at_head, o, x, x, x)
+    status: int = _enter(at_head, o, x, x, x, 1)
     return status
 
 
