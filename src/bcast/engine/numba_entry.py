@@ -213,12 +213,12 @@ def _same_elements(o: Any, a: Any) -> bool:
 
 
 @njit(inline="always")
-def _check(o: Any, a: Any) -> int:
+def _check(o: Any, low: int, high: int, a: Any) -> int:
+    """Check operand ``a`` against the output ``o``, which spans bytes ``low`` to ``high``."""
     if a.ctypes.data % a.itemsize != 0:
         return UNALIGNED
-    o_low, o_high = _extent(o)
     a_low, a_high = _extent(a)
-    if o_low < a_high and a_low < o_high and not _same_elements(o, a):
+    if low < a_high and a_low < high and not _same_elements(o, a):
         return OVERLAP
     return READY
 
@@ -255,8 +255,12 @@ def _copy(tile: Any, source: int, kind: Any, itemsize: int) -> None:
         k += inner
 
 
-@njit(inline="always")
+# Compiled once, on its own, and called: inlined, its four copies of `_copy` were most of
+# every entry's compile time (an entry per itemsizes and ranks: 4.6 s to compile a binary
+# one), and a call costs nothing next to a tile's copy.
+@njit(nogil=True, cache=True)
 def _fill(tile: Any, source: int, itemsize: int) -> None:
+    """Fill ``tile`` from the operand at address ``source`` (elements of ``itemsize`` bytes)."""
     if itemsize == 1:
         _copy(tile, source, np.uint8, 1)
     elif itemsize == 2:
@@ -315,31 +319,25 @@ def native(dispatcher: Any, signature: tuple[Any, ...]) -> int:
 
 
 @njit(inline="always")
-def _enter(at_head: int, o: Any, x: Any, y: Any, z: Any, count: int) -> int:
-    """Check the arrays of one call, fill the walker's addresses and tiles, maybe walk.
+def _enter(at_head: int, o: Any, x: Any, y: Any, z: Any, found: int) -> int:
+    """Fill the walker's addresses and tiles for one call's arrays, maybe walk.
 
-    ``at_head`` is the address of the int64 fields `HEAD` names (``head``). The walker's
-    ``where`` gets the addresses of ``o`` and the operands ``x, y, z`` (an operand that is
-    tiled: its tile's, after the tile is filled from it), then zeros: its row counters, one
-    per part of the rows. Each row of the table of tiles names the operand (1, 2 or 3), the
-    rank of the part copied, the tile's address, that part's shape and its strides in bytes
-    from the operand's address. Then, where ``head`` gives a walker, it runs the walk on
-    this thread. ``count`` (a constant) is how many operands are distinct: the others
-    repeat x and are not checked again.
+    ``at_head`` is the address of the int64 fields `HEAD` names (``head``); ``found`` what
+    `_check` found of the operands (the entry checks each distinct one once, OVERLAP over
+    UNALIGNED). The walker's ``where`` gets the addresses of ``o`` and the operands ``x, y,
+    z`` (an operand that is tiled: its tile's, after the tile is filled from it), then
+    zeros: its row counters, one per part of the rows. Each row of the table of tiles names
+    the operand (1, 2 or 3), the rank of the part copied, the tile's address, that part's
+    shape and its strides in bytes from the operand's address. Then, where ``head`` gives a
+    walker, it runs the walk on this thread.
     Returns `WALKED` (or `FAILED`) having walked, `READY` for the caller to walk, or
     `UNALIGNED`, `OVERLAP` or `BUSY` having written nothing.
     """
     if o.ctypes.data % o.itemsize != 0:
         return UNALIGNED
-    head = carray(pointer(at_head, np.int64), (len(HEAD),))
-    # OVERLAP over UNALIGNED; an operand repeated for those missing (``count``) checked once
-    found: int = _check(o, x)
-    if count > 1:
-        found = max(found, _check(o, y))
-    if count > 2:
-        found = max(found, _check(o, z))
     if found != READY:
         return found
+    head = carray(pointer(at_head, np.int64), (len(HEAD),))
     parts = head[_PARTS]
     walker = head[_WALKER]
     walking = walker != 0 and parts == 1
@@ -374,7 +372,8 @@ def _enter(at_head: int, o: Any, x: Any, y: Any, z: Any, count: int) -> int:
 
 
 # An entry per number of operands: an array passed twice would cost its unboxing twice (about
-# 40 ns each; so would ``head`` as an array rather than its address).
+# 40 ns each; so would ``head`` as an array rather than its address). Each checks its own
+# operands, so that numba inlines (and compiles) one check per operand.
 
 
 @njit(nogil=True, cache=True)
@@ -384,21 +383,26 @@ def enter(at_head: int, o: Any, x: Any, y: Any, z: Any) -> int:
     Returns `WALKED` (or `FAILED`) having walked, `READY` for the caller to walk, or
     `UNALIGNED`, `OVERLAP` or `BUSY` having written nothing.
     """
-    status: int = _enter(at_head, o, x, y, z, 3)
+    low, high = _extent(o)
+    found = max(_check(o, low, high, x), _check(o, low, high, y), _check(o, low, high, z))
+    status: int = _enter(at_head, o, x, y, z, found)
     return status
 
 
 @njit(nogil=True, cache=True)
 def enter_two(at_head: int, o: Any, x: Any, y: Any) -> int:
     """`_enter` on two operands (the binary operators): the walker's z is x."""
-    status: int = _enter(at_head, o, x, y, x, 2)
+    low, high = _extent(o)
+    found = max(_check(o, low, high, x), _check(o, low, high, y))
+    status: int = _enter(at_head, o, x, y, x, found)
     return status
 
 
 @njit(nogil=True, cache=True)
 def enter_one(at_head: int, o: Any, x: Any) -> int:
     """`_enter` on one operand (Expand, Broadcast): the walker's y and z are x."""
-    status: int = _enter(at_head, o, x, x, x, 1)
+    low, high = _extent(o)
+    status: int = _enter(at_head, o, x, x, x, _check(o, low, high, x))
     return status
 
 
