@@ -336,6 +336,31 @@ def test_a_repeated_layout_is_planned_once_and_tiled_with_each_calls_values(
     assert calls == [("add", True), ("where", True)] * 3
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "float64"])
+@pytest.mark.parametrize("source", ["runs", "strided", "stretched"])
+def test_tiles_are_filled_for_every_itemsize_and_source_layout(
+    dtype: str, source: str, calls: list[tuple[str, bool]]
+) -> None:
+    # One compiled copy per itemsize fills each call's tiles: from contiguous runs, from
+    # every other element, from one element stretched along the row. New values each call.
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 50, (200, 6, 40)).astype(dtype)
+    with engine.settings(**FORCED, compiled_tile_bytes=1 << 20):
+        for _ in range(2):
+            base = rng.integers(0, 50, (6, 80)).astype(dtype)
+            b = {
+                "runs": base[:, :40],
+                "strided": base[:, ::2],
+                "stretched": np.broadcast_to(base[:, :1], (6, 40)),
+            }[source]
+            same_bits(ops.add(a, b), np.add(a, b))
+    steps = {
+        step for walk in _compiled._walks.values() for tile in walk.tiles for step in tile[2][-1:]
+    }  # type: ignore[attr-defined]
+    assert {"runs": 1, "strided": 2, "stretched": 0}[source] * np.dtype(dtype).itemsize in steps
+    assert calls and all(done for _, done in calls)
+
+
 def test_streaming_into_unaligned_outputs(calls: list[tuple[str, bool]]) -> None:
     # out= views starting at every offset of a cache line, rows of lengths around a line
     rng = np.random.default_rng(4)
