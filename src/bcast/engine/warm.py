@@ -11,8 +11,12 @@ a kernel compiles::
     python -m bcast.engine.warm --list          # what there is to compile
 
 An operation NumPy computes faster on this machine has no kernel (float32 Pow where NumPy's
-own power is vector code: AVX-512). numba's cache is per machine (it holds code for this
-CPU) and per environment (``NUMBA_CACHE_DIR`` moves it).
+own power is vector code: AVX-512). The entry that replays a call site in one compiled call
+(`bcast.engine.numba_entry`) is not compiled here: there is one per itemsizes and ranks of
+the arrays, too many to compile up front; each compiles on its first use (about 1 s, in the
+background: meanwhile Python prepares each walk, with the walker compiled here). numba's
+cache is per machine (it holds code for this CPU) and per environment (``NUMBA_CACHE_DIR``
+moves it).
 """
 
 from __future__ import annotations
