@@ -7,6 +7,7 @@ timings here (see ``benchmarks/``).
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import warnings
@@ -358,6 +359,29 @@ def test_tiles_are_filled_for_every_itemsize_and_source_layout(
         step for walk in _compiled._walks.values() for tile in walk.tiles for step in tile[2][-1:]
     }  # type: ignore[attr-defined]
     assert {"runs": 1, "strided": 2, "stretched": 0}[source] * np.dtype(dtype).itemsize in steps
+    assert calls and all(done for _, done in calls)
+
+
+def test_tiles_lengthen_rows_to_row_bytes_within_the_budget(calls: list[tuple[str, bool]]) -> None:
+    # A bias's tile makes rows of ROW_BYTES (a tile in the first-level cache), though the
+    # budget allows 256 KiB; a mid-rank add's tile, which must hold every value of an outer
+    # axis, takes the budget to make its rows as long as it can.
+    found = []
+    for a_shape, b_shape, dtype in [
+        ((4096, 64), (64,), "float32"),
+        ((4096, 64), (64,), "float64"),
+        ((4, 1, 128, 128), (1, 64, 1, 128), "float32"),
+    ]:
+        _compiled._walks.clear()
+        a = np.ones(a_shape, dtype)
+        b = np.arange(math.prod(b_shape), dtype=dtype).reshape(b_shape)
+        with engine.settings(**FORCED, compiled_tile_bytes=1 << 18):
+            same_bits(ops.add(a, b), a + b)
+        [walk] = _compiled._walks.values()  # type: ignore[attr-defined]
+        tiles = [math.prod(tile[4]) * np.dtype(dtype).itemsize for tile in walk.tiles]
+        found.append((walk.row_bytes, tiles))
+    assert _compiled.ROW_BYTES == 1 << 14
+    assert found == [(1 << 14, [1 << 14]), (1 << 14, [1 << 14]), (1 << 12, [1 << 18])]
     assert calls and all(done for _, done in calls)
 
 

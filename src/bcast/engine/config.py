@@ -50,7 +50,8 @@ class Settings:
     compiled_tile_bytes : int
         ``max_tile_bytes`` for the compiled path, whose rows need not be as long as NumPy's
         inner loops: tiles that stay in the core's own cache are faster there (the benchmark
-        ``add_midrank`` measures it).
+        ``add_midrank`` measures it). Its tiles aim at rows of 16 KiB
+        (`bcast.engine.compiled.ROW_BYTES`); only those that rows need longer take more.
     compiled_thread_work : int
         Work each thread of the compiled path must have, in output bytes times the
         kernel's cost (the walk's time follows the bytes it moves); less work takes fewer

@@ -100,6 +100,7 @@ def walk_axes(
     *,
     max_tile_bytes: int,
     tiles: list[Tile] | None = None,
+    inner_target: int = INNER_TARGET,
 ) -> tuple[list[np.ndarray[Any, Any]], list[Axis]] | None:
     """Return what `arrange` views, without the views: the arrays and the axes to walk.
 
@@ -107,7 +108,8 @@ def walk_axes(
     is ``(length, [stride in bytes of each array])``, outermost first. Building the views
     (``as_strided``) costs more than the compiled path needs: it reads this directly. Each
     tile made is appended to ``tiles``, as `make_tile` makes it again from arrays of the
-    same layout.
+    same layout. Tiles lengthen an inner run up to ``inner_target`` elements, at most
+    ``max_tile_bytes`` of them in all.
 
     >>> import numpy as np
     >>> out = np.zeros((4, 3, 2))
@@ -132,7 +134,7 @@ def walk_axes(
         (n2, _), (n1, _) = axes[-2], axes[-1]
         fixed, per_row = _tile_cost(bases, axes)
         step = None
-        for k in _folds(n2, n1):
+        for k in _folds(n2, n1, inner_target):
             if fixed + per_row * k <= budget:  # else a step would build views to refuse it
                 step = _tile_step(bases, axes, out.itemsize, budget, k, tiles)
                 if step is not None:
@@ -144,7 +146,7 @@ def walk_axes(
     return bases, axes
 
 
-def _folds(n2: int, n1: int) -> list[int]:
+def _folds(n2: int, n1: int, target: int = INNER_TARGET) -> list[int]:
     """Row counts ``k`` (divisors of ``n2``) to fold into an inner run of ``n1``, best first.
 
     The longest run up to `INNER_TARGET` first (measured: one larger tile beats a smaller
@@ -153,7 +155,7 @@ def _folds(n2: int, n1: int) -> list[int]:
     >>> _folds(128, 128)[:3], _folds(12, 1000)
     ([128, 64, 32], [12, 6, 4, 3, 2])
     """
-    return list(_folds_cached(n2, min(n2, INNER_TARGET // n1)))
+    return list(_folds_cached(n2, min(n2, target // n1)))
 
 
 @functools.lru_cache(maxsize=256)
