@@ -149,8 +149,10 @@ def walk_axes(
 def _folds(n2: int, n1: int, target: int = INNER_TARGET) -> list[int]:
     """Row counts ``k`` (divisors of ``n2``) to fold into an inner run of ``n1``, best first.
 
-    The longest run up to `INNER_TARGET` first (measured: one larger tile beats a smaller
-    tile and a shorter run); the caller takes the first whose tiles fit its budget.
+    The longest run up to ``target`` elements first (NumPy's blocks: `INNER_TARGET`,
+    measured: one larger tile beats a smaller tile and a shorter run; the compiled path
+    aims lower, `bcast.engine.compiled.ROW_BYTES`); the caller takes the first whose tiles
+    fit its budget.
 
     >>> _folds(128, 128)[:3], _folds(12, 1000)
     ([128, 64, 32], [12, 6, 4, 3, 2])
