@@ -6,6 +6,7 @@ Every test compares the engine's split, threaded path (forced onto small arrays 
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -285,6 +286,25 @@ def test_tiny_path_is_quiet_and_explains_errors() -> None:
         ops.add(np.ones(3), np.ones(3), axis=0)
     with pytest.raises(TypeError):
         ops.add(np.ones(3), np.ones(3), axis=-1.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow", "less", "and_"])
+def test_binary_options_stay_keyword_only(op: str) -> None:
+    """The wrapper declares its options positional (CPython calls that faster); a third
+    positional argument is still refused, whichever path the call would take."""
+    fn = getattr(ops, op)
+    a = np.ones(3, bool) if op == "and_" else np.ones(3)
+    for extra in (["numpy"], ["numpy", -1], ["numpy", -1, np.empty(3)], ["pdpd", 0]):
+        with pytest.raises(TypeError, match=rf"{op}\(\) takes 2 positional arguments"):
+            fn(a, a, *extra)
+    with pytest.raises(TypeError, match=rf"{op}\(\) takes 2 positional arguments"):
+        fn(1.0, 2.0, "numpy")  # scalars: the full path would refuse them anyway
+    params = inspect.signature(fn).parameters
+    assert [p.kind for p in params.values()] == [
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_ONLY,
+        *[inspect.Parameter.KEYWORD_ONLY] * 3,
+    ]
 
 
 def test_tiny_path_honours_a_memory_limit() -> None:
