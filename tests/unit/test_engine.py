@@ -298,7 +298,7 @@ def test_binary_options_stay_keyword_only(op: str) -> None:
         with pytest.raises(TypeError, match=rf"{op}\(\) takes 2 positional arguments"):
             fn(a, a, *extra)
     with pytest.raises(TypeError, match=rf"{op}\(\) takes 2 positional arguments"):
-        fn(1.0, 2.0, "numpy")  # scalars: the full path would refuse them anyway
+        fn(1.0, 2.0, "numpy")  # scalars, which skip the tiny path: refused all the same
     params = inspect.signature(fn).parameters
     assert [p.kind for p in params.values()] == [
         inspect.Parameter.POSITIONAL_ONLY,
