@@ -24,7 +24,7 @@ OPERATIONS: dict[str, Any] = {
     "sub": (ops.sub, np.subtract),
     "mul": (ops.mul, np.multiply),
 }
-DTYPES = ["float32", "float64", "int32"]
+DTYPES = ["float32", "float64", "int32", "float16"]
 
 
 def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:

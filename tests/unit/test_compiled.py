@@ -100,13 +100,13 @@ def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.
 
 
 BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], list[str]]] = {
-    "add": (ops.add, np.add, ["float32", "float64", "int8", "int32", "uint64"]),
-    "sub": (ops.sub, np.subtract, ["float32", "int64", "uint16"]),
-    "mul": (ops.mul, np.multiply, ["float64", "int16", "uint32"]),
-    "div": (ops.div, np.divide, ["float32", "float64"]),
-    "equal": (ops.equal, np.equal, ["float32", "int32", "bool"]),
-    "greater": (ops.greater, np.greater, ["float64", "uint8"]),
-    "less": (ops.less, np.less, ["float32", "int64"]),
+    "add": (ops.add, np.add, ["float32", "float64", "int8", "int32", "uint64", "float16"]),
+    "sub": (ops.sub, np.subtract, ["float32", "int64", "uint16", "float16"]),
+    "mul": (ops.mul, np.multiply, ["float64", "int16", "uint32", "float16"]),
+    "div": (ops.div, np.divide, ["float32", "float64", "float16"]),
+    "equal": (ops.equal, np.equal, ["float32", "int32", "bool", "float16"]),
+    "greater": (ops.greater, np.greater, ["float64", "uint8", "float16"]),
+    "less": (ops.less, np.less, ["float32", "int64", "float16"]),
     "and_": (ops.and_, np.logical_and, ["bool"]),
     "or_": (ops.or_, np.logical_or, ["bool"]),
     "xor": (ops.xor, np.logical_xor, ["bool"]),
@@ -508,19 +508,78 @@ def test_layouts_left_to_numpy(calls: list[tuple[str, bool]]) -> None:
 
 def test_operands_numba_cannot_take_use_numpy(calls: list[tuple[str, bool]]) -> None:
     # all above the tiny path's size, so that they reach the engine
-    a16 = np.arange(6000, dtype=np.float16).reshape(60, 100)
+    a16 = np.linspace(0.5, 2, 6000, dtype=np.float16).reshape(60, 100)
     swapped = np.arange(6000, dtype=">f4")  # another byte order
     integer = np.arange(1, 6001, dtype=np.int32).reshape(60, 100)
     with engine.settings(**FORCED):
-        same_bits(ops.add(a16, a16[0]), a16 + a16[0])
+        same_bits(ops.pow(a16, a16[0]), a16 ** a16[0])
         got = ops.add(swapped, swapped)
         same_bits(ops.div(integer, integer[:1]), integer // integer[:1])
     # As NumPy: the result of non-native operands is in native byte order.
     assert got.dtype == (swapped + swapped).dtype == np.dtype("float32")
     assert np.array_equal(got, swapped + swapped)
-    # float16 and integer Div: turned down before arranging (accepts() said no); the swapped
-    # operands, made native first, are an ordinary float32 add.
+    # float16 Pow and integer Div: turned down before arranging (accepts() said no); the
+    # swapped operands, made native first, are an ordinary float32 add.
     assert calls == [("add", True)]
+
+
+# Every float16 bit pattern (65536: NaNs of every payload, signaling ones included,
+# subnormals, infinities, both zeros) against values that make each kind of result.
+_HALF_BITS = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+_HALF_SPECIAL = np.array(
+    [0x0000, 0x8000, 0x0001, 0x83FF, 0x0400, 0x3C00, 0xBC00, 0x3C01, 0x3555, 0x7BFF, 0xFBFF,
+     0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7C01, 0x7D00, 0xFE01, 0x1400, 0x4000, 0x5A00],
+    np.uint16,
+).view(np.float16)  # fmt: skip
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "equal", "greater", "less"])
+def test_float16_matches_numpy_on_every_bit_pattern(op: str, calls: list[tuple[str, bool]]) -> None:
+    # The half-precision kernels compute in float32 and round once more (`numba_rows.
+    # HALVES`): NumPy's float16 loop does the same. Both ways round, overflow to inf, keep
+    # subnormals, and (where both operands are NaN) pick the same NaN.
+    ours, theirs, _ = BINARY[op]
+    a = _HALF_BITS.reshape(-1, 1)
+    for b in (_HALF_SPECIAL, _HALF_SPECIAL[::-1].copy()):
+        with np.errstate(all="ignore"):
+            want = theirs(a, b)
+            with engine.settings(**FORCED):
+                got = ours(a, b)
+        same_bits(got, want)
+        with np.errstate(all="ignore"):  # the other operand order
+            want = theirs(b, a)
+            with engine.settings(**FORCED):
+                got = ours(b, a)
+        same_bits(got, want)
+    # Compiled wherever numba's target CPU converts halves (NumPy's path elsewhere).
+    assert calls and all(done for _, done in calls) is _compiled._half_kernels()
+
+
+def test_float16_kernels_only_where_the_cpu_converts_halves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from numba.core import config as numba_config
+
+    from bcast.engine import numba_kernels
+
+    rule = numba_kernels._half_conversions
+    for machine, features, want in [
+        ("x86_64", "+sse2,+avx,+f16c", True),
+        ("x86_64", "+sse2,+avx,-f16c", False),  # LLVM would call a function numba lacks
+        ("AMD64", "+sse2", False),
+        ("aarch64", "", True),  # a base instruction there
+        ("ppc64le", "+vsx", False),
+    ]:
+        monkeypatch.setattr(numba_kernels.platform, "machine", lambda m=machine: m)
+        monkeypatch.setattr(numba_config, "CPU_FEATURES", features)
+        assert rule() is want, (machine, features)
+    # Where it cannot, nothing is compiled (so nothing can crash) and NumPy computes.
+    monkeypatch.setattr(numba_kernels, "HALF", False)
+    half = np.dtype(np.float16)
+    assert numba_kernels._compile("add", [half] * 4) is None
+    assert not any(np.float16 in dtypes for _, dtypes in _compiled.signatures())
+    monkeypatch.setattr(numba_kernels, "HALF", True)
+    assert ("add", (half,) * 4) in _compiled.signatures(["add"])
 
 
 def test_without_numba_the_numpy_path_computes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -560,6 +619,10 @@ def test_accepts_names_the_exact_cases() -> None:
     assert _compiled.accepts("where", f4, [boolean, f4, f4])
     assert not _compiled.accepts("where", f4, [mask, f4, f4])  # a condition is bool
     assert not _compiled.accepts("max", f4, [f4, f4])  # not an operation of the table
+    f2 = np.zeros(2, np.float16)  # computed in float32 and rounded, as NumPy does
+    assert _compiled.accepts("add", f2, [f2, f2]) and _compiled.accepts("div", f2, [f2, f2])
+    assert _compiled.accepts("less", boolean, [f2, f2])
+    assert not _compiled.accepts("pow", f2, [f2, f2])
     assert not _compiled.accepts("copy", np.zeros(2, "U3"), [np.zeros(2, "U3")])
 
 

@@ -13,16 +13,16 @@ GIL, so the engine's threads (`bcast.engine.parallel`) run one walker each; the 
 from a shared counter as they go.
 
 Every operation here but one is exactly NumPy's, bit for bit: IEEE addition, subtraction,
-multiplication and division in the operands' own dtype (``error_model="numpy"``: 1/0 is
-inf), integers wrapping, comparisons, logical operators on booleans, and pure bit copies
-(Copy; Where's select in bit arithmetic on same-width unsigned views). float32 Pow is a
-vectorised polynomial within one unit in the last place of NumPy's ``powf``, which computes
-its special operands itself; where NumPy has a vector loop of its own for float32 power on
-this CPU (`numpy_power_vectorised`: AVX-512), that loop on the engine's threads is faster,
-and Pow stays on NumPy's path, NumPy's results bit for bit. The engine uses this path only
-for operands it accepts (`accepts`) and layouts it takes (naturally aligned elements, strides
-that are not negative) and falls back to NumPy otherwise, and entirely when numba is missing or
-``BCAST_COMPILED=0``.
+multiplication and division in the operands' own dtype (``error_model="numpy"``: 1/0 is inf;
+float16 as NumPy computes it, in float32 rounded back once), integers wrapping, comparisons,
+logical operators on booleans, and pure bit copies (Copy; Where's select in bit arithmetic on
+same-width unsigned views). float32 Pow is a vectorised polynomial within one unit in the last
+place of NumPy's ``powf``, which computes its special operands itself; where NumPy has a vector
+loop of its own for float32 power on this CPU (`numpy_power_vectorised`: AVX-512), that loop on
+the engine's threads is faster, and Pow stays on NumPy's path, NumPy's results bit for bit. The
+engine uses this path only for operands it accepts (`accepts`) and layouts it takes (naturally
+aligned elements, strides that are not negative) and falls back to NumPy otherwise, and
+entirely when numba is missing or ``BCAST_COMPILED=0``.
 
 numba is imported on the first large call, not with ``bcast``
 (`bcast.engine.numba_kernels` holds the numba code). Each operation and dtype is compiled on its
@@ -78,6 +78,7 @@ that rows need longer (a mid-rank add's) still take up to the budget."""
 
 _NUMERIC: Final = frozenset("?bBhHiIlLqQfd")  # numba's scalar types, by dtype.char
 _FLOAT: Final = frozenset("fd")
+_HALF: Final = "e"  # float16: read as its bits, computed in float32 (numba_rows.HALVES)
 _BITS: Final = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -220,12 +221,12 @@ def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
         return False
     char = dtypes[0].char
     if rule == "compare":
-        return bool(out.dtype == np.bool_ and char in _NUMERIC)
+        return bool(out.dtype == np.bool_ and (char in _NUMERIC or char == _HALF))
     if rule == "bool":
         return bool(out.dtype == dtypes[0] == np.bool_)
     if out.dtype != dtypes[0]:
         return False
-    allowed = {"float": _FLOAT, "float32": {"f"}}.get(rule, _NUMERIC - {"?"})
+    allowed = {"float": _FLOAT | {_HALF}, "float32": {"f"}}.get(rule, _NUMERIC - {"?"} | {_HALF})
     return char in allowed and not (name == "pow" and numpy_power_vectorised())
 
 
@@ -455,7 +456,7 @@ def signatures(names: Iterable[str] | None = None) -> list[tuple[str, tuple[np.d
     """
     found: dict[tuple[str, tuple[np.dtype[Any], ...]], None] = {}
     for name in OPERATIONS if names is None else names:
-        for char in sorted(_NUMERIC):
+        for char in sorted(_NUMERIC | {_HALF}):
             x = np.zeros(2, char)
             if name == "where":
                 examples = [(x, [np.zeros(2, bool), x, x])]
@@ -467,7 +468,12 @@ def signatures(names: Iterable[str] | None = None) -> list[tuple[str, tuple[np.d
                 walk = _plan_walk(name, out, operands, 0, 1)
                 if accepts(name, out, operands) and walk is not None:
                     found[(name, walk.dtypes)] = None
-    return list(found)
+    return [k for k in found if np.float16 not in k[1] or _half_kernels()]
+
+
+def _half_kernels() -> bool:
+    """Tell whether float16 kernels compile here (numba loaded, its CPU converts halves)."""
+    return available() and bool(_state["kernels"].HALF)
 
 
 def warm(

@@ -9,6 +9,7 @@ the walker once per operation and dtypes, and caches the machine code on disk
 from __future__ import annotations
 
 import functools
+import platform
 import sys
 import threading
 import warnings
@@ -16,8 +17,9 @@ from typing import Any, Final
 
 import llvmlite.ir as ir
 import numpy as np
+from llvmlite.binding import get_host_cpu_features
 from numba import carray, literally, njit, typeof, types
-from numba.core import cgutils
+from numba.core import cgutils, config
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 
@@ -278,6 +280,10 @@ def walker(name: str, dtypes: list[np.dtype[Any]]) -> Any:
     warning the first time, where numba cannot compile it: the engine then uses NumPy.
     Its ``native`` is the machine code's address, which the entry calls (0 where the
     compiled function's arguments are not `bcast.engine.numba_entry.WALKER` 's).
+
+    float16 operands are read as their bits (uint16) by the operation's ``/float16``
+    scalar (`bcast.engine.numba_rows.HALVES`); None, silently, where numba's target CPU
+    cannot convert half-precision floats (`HALF`).
     """
     key = (name, *dtypes)
     entry = _entries.get(key, False)
@@ -285,12 +291,42 @@ def walker(name: str, dtypes: list[np.dtype[Any]]) -> Any:
         with _lock:
             entry = _entries.get(key, False)
             if entry is False:
-                entry = _entries[key] = _compile(name, tuple(typeof(d) for d in dtypes))
+                entry = _entries[key] = _compile(name, dtypes)
     return entry
 
 
-def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
-    code = NAMES.index(name)
+def _half_conversions() -> bool:
+    """Tell whether numba's target CPU converts half-precision floats in hardware.
+
+    x86's F16C (numba's target features: ``NUMBA_CPU_FEATURES``, else the host's) or
+    AArch64, whose base instructions do. Elsewhere LLVM calls a runtime function that
+    numba's JIT does not link, and the compiled code crashes the process.
+    """
+    machine = platform.machine().lower()
+    if machine in ("aarch64", "arm64"):
+        return True
+    if machine not in ("x86_64", "amd64"):
+        return False
+    features = config.CPU_FEATURES
+    if features is None:
+        features = get_host_cpu_features().flatten()
+    return "+f16c" in str(features).split(",")
+
+
+HALF: Final = _half_conversions()
+"""Whether float16 kernels may be compiled here (`_half_conversions`)."""
+
+
+def _compile(name: str, dtypes: list[np.dtype[Any]]) -> Any:
+    kinds = "/".join(dict.fromkeys(str(d) for d in dtypes))
+    scalar = name
+    if np.dtype(np.float16) in dtypes:
+        if not HALF:
+            return None  # NumPy computes float16 here: the same results
+        scalar = f"{name}/float16"
+        dtypes = [np.dtype(np.uint16) if d == np.float16 else d for d in dtypes]
+    dtype_types = tuple(typeof(d) for d in dtypes)
+    code = NAMES.index(scalar)
     signature = (
         types.literal(code),
         types.int64,
@@ -303,7 +339,6 @@ def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
         types.int64,
         types.int64,
     )
-    kinds = "/".join(dict.fromkeys(str(t.dtype) for t in dtype_types))
     # Compiling takes seconds, reading numba's disk cache milliseconds: say so only when the
     # wait is noticeable, i.e. when it really compiles (once per machine).
     notice = threading.Timer(_NOTICE_AFTER, _say_compiling, (name, kinds))
@@ -313,10 +348,9 @@ def _compile(name: str, dtype_types: tuple[Any, ...]) -> Any:
         dispatcher = _called_walk if name == "pow" else walk
         compiled = dispatcher.compile(signature)
     except NumbaError as exc:
-        kinds = ", ".join(str(t.dtype) for t in dtype_types)
         warnings.warn(
-            f"bcast: numba could not compile {name} for {kinds}; NumPy computes it "
-            f"instead ({type(exc).__name__}: {str(exc).splitlines()[0]})",
+            f"bcast: numba could not compile {name} for {kinds.replace('/', ', ')}; NumPy "
+            f"computes it instead ({type(exc).__name__}: {str(exc).splitlines()[0]})",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -18,7 +18,17 @@ from bcast.engine.numba_entry import address, itemsize, load, save
 from bcast.engine.numba_pow import pow_float32 as _pow
 from bcast.engine.numba_pow import pow_special
 
-__all__ = ["ALIGN", "NAMES", "ROW_FLAGS", "SCALARS", "arity", "fence", "run_called_row", "run_row"]
+__all__ = [
+    "ALIGN",
+    "HALVES",
+    "NAMES",
+    "ROW_FLAGS",
+    "SCALARS",
+    "arity",
+    "fence",
+    "run_called_row",
+    "run_row",
+]
 
 ALIGN: Final = 64
 """Streaming stores start at an address aligned to this (a cache line; an AVX-512 vector)."""
@@ -155,6 +165,84 @@ def _fix_overload(
     return recompute
 
 
+@intrinsic
+def _widen(typingctx: Any, bits: Any) -> Any:
+    """Read a half-precision float's 16 bits (uint16) as the float32 of the same value.
+
+    LLVM's own conversion (F16C's ``vcvtph2ps`` on x86; an instruction on AArch64): exact.
+    Where the CPU has none, LLVM calls a runtime function numba does not link, and the code
+    crashes: `bcast.engine.numba_kernels.HALF` tells whether it may be compiled.
+    """
+    if bits != types.uint16:
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+    return types.float32(bits), codegen
+
+
+@intrinsic
+def _narrow(typingctx: Any, value: Any) -> Any:
+    """Round a float32 to the nearest half-precision float (ties to even); its 16 bits."""
+    if value != types.float32:
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return types.uint16(value), codegen
+
+
+@intrinsic
+def _nan_over(typingctx: Any, value: Any, other: Any) -> Any:
+    """Return ``other`` where it is a NaN, else ``value`` (float32; a select, not a branch)."""
+    if value != types.float32 or other != types.float32:
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        nan = builder.fcmp_unordered("uno", args[1], args[1])
+        return builder.select(nan, args[1], args[0])
+
+    return types.float32(value, other), codegen
+
+
+def _on_halves(function: Any) -> Any:
+    """Return ``function`` computed on half-precision floats, as NumPy computes float16.
+
+    The operands (their bits, uint16) are widened to float32 and the operation runs there;
+    a float result is rounded back to half precision. Rounding twice (the float32 operation,
+    then to half) gives the correctly rounded half-precision result of +, -, * and / (float32
+    has more than 2 * 11 + 2 bits), so this is NumPy's float16 loop (which does the same) bit
+    for bit; comparisons of the widened values are exact.
+    """
+    inner = njit(inline="always")(function)
+    if function in (_equal, _greater, _less):
+
+        def compared(x: Any, y: Any, z: Any) -> Any:
+            return inner(_widen(x), _widen(y), z)
+
+        return compared
+
+    if function in (_add, _mul):
+        # Where both operands are NaN, NumPy's float16 addition and multiplication (x86)
+        # return y's; LLVM orders the operands of a commutative one as it likes.
+
+        def commuted(x: Any, y: Any, z: Any) -> Any:
+            right = _widen(y)  # y NaN: y + y (y * y) is y's NaN, quieted
+            return _narrow(inner(_nan_over(_widen(x), right), right, z))
+
+        return commuted
+
+    def computed(x: Any, y: Any, z: Any) -> Any:
+        return _narrow(inner(_widen(x), _widen(y), z))
+
+    return computed
+
+
+HALVES: Final = ("add", "sub", "mul", "div", "equal", "greater", "less")
+"""The operations with a float16 kernel: `SCALARS` has each as ``"<name>/float16"``."""
+
 SCALARS: Final = {
     "copy": _copy,
     "where": _select,
@@ -171,6 +259,7 @@ SCALARS: Final = {
     "xor": _xor,
 }
 """Each operation's scalar function of three operands (unused ones are never loaded)."""
+SCALARS.update({f"{name}/float16": _on_halves(SCALARS[name]) for name in HALVES})
 
 NAMES: Final = tuple(SCALARS)  # an operation's code is its index here
 _JITTED: Final = tuple(njit(inline="always")(f) for f in SCALARS.values())
