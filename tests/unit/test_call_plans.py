@@ -379,3 +379,58 @@ def test_broadcast_plans_by_mode_axis_and_axes_mapping(path: dict[str, object]) 
                 same_bits(ops.broadcast(data, [64, 64], mapping, mode=mode, axis=axis), want)
         after = engine.call_cache_info()
     assert (after.misses - before.misses, after.hits - before.hits) == (5, 5)
+
+
+@pytest.mark.parametrize("op", ["sub", "div", "less"])
+def test_small_replays_are_numpys_ufunc_into_out_or_a_new_array(op: str) -> None:
+    # Below the compiled path's size a replayed call is one ufunc call on the caller's
+    # thread (`Call.ufunc`): NumPy's result, with or without out=, an out that is an
+    # operand included; every replay counted as a hit.
+    ours, theirs = {"sub": (ops.sub, np.subtract), "div": (ops.div, np.divide), "less": (
+        ops.less, np.less)}[op]  # fmt: skip
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((40, 64)).astype(np.float32)  # above the tiny path's 4096
+    b = rng.standard_normal(64).astype(np.float32)
+    b[::5] = 0  # x/0
+    with np.errstate(all="ignore"):
+        want = theirs(a, b)
+    out = np.empty(want.shape, want.dtype)
+    before = engine.call_cache_info()
+    for _ in range(3):
+        same_bits(ours(a, b), want)
+        same_bits(ours(b, a), theirs(b, a))
+        same_bits(ours(a, b, out=out), want)
+    after = engine.call_cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (3, 6)
+    if op != "less":
+        in_place = a.copy()
+        for _ in range(2):
+            in_place[...] = a
+            ours(in_place, b, out=in_place)
+            same_bits(in_place, want)
+    frozen = np.empty(want.shape, want.dtype)
+    frozen.flags.writeable = False
+    ours(a, b, out=out)
+    with pytest.raises(ValueError, match=f"{op}: out is read-only"):
+        ours(a, b, out=frozen)
+
+
+def test_small_replays_without_out_still_respect_the_memory_limit() -> None:
+    a, b = np.ones((40, 64), np.float32), np.ones(64, np.float32)
+    ops.add(a, b)
+    ops.add(a, b)  # replayed by one ufunc call
+    with memory_limit(1000), pytest.raises(MemoryLimitError):
+        ops.add(a, b)
+
+
+def test_an_out_of_a_few_thousand_elements_takes_the_tiny_path() -> None:
+    # out= has an operand's shape: its size is the work's, whatever the operands' sizes
+    # multiply to. Up to 2048 elements NumPy's ufunc is called at once, nothing planned;
+    # above, the call is planned (and replayed by the compiled entry).
+    for rows, planned in [(32, 0), (33, 1)]:
+        a = np.arange(rows * 64, dtype=np.float32).reshape(rows, 64)
+        b = np.linspace(-1, 1, 64, dtype=np.float32)
+        out = np.empty_like(a)
+        misses = engine.call_cache_info().misses
+        same_bits(ops.mul(a, b, out=out), a * b)
+        assert engine.call_cache_info().misses - misses == planned

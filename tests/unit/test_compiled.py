@@ -832,3 +832,18 @@ def test_a_numba_that_cannot_load_the_kernels_turns_the_path_off(
     a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)
     with engine.settings(**FORCED):
         same_bits(ops.add(a, b), a + b)
+
+
+def test_float16_reaches_the_compiled_path_sooner(calls: list[tuple[str, bool]]) -> None:
+    # NumPy's float16 ufuncs cost 8x float32's per element (`numpy_path.HALF_COST`): a
+    # (32,32)+(32,) add is compiled work in float16 and one ufunc call in float32.
+    a = np.linspace(-4, 4, 1024).reshape(32, 32)
+    b = np.linspace(1, 2, 32)
+    with engine.settings(compiled_wait=True):
+        for dtype in ("float32", "float16"):
+            x, y = a.astype(dtype), b.astype(dtype)
+            same_bits(ops.add(x, y), x + y)
+            same_bits(ops.less(x, y), x < y)
+            tiny = x[:1, :4], y[:1]  # 4 elements: NumPy's ufunc either way
+            same_bits(ops.mul(*tiny), tiny[0] * tiny[1])
+    assert calls == [("add", True), ("less", True)]

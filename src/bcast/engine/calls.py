@@ -31,6 +31,7 @@ from bcast.engine.numpy_path import (
     allocate,
     compiled_runner,
     compute,
+    numpy_work,
     quietly,
     run_numpy,
 )
@@ -50,6 +51,13 @@ class Call:
     strides and dtypes it was prepared for (and an ``out=`` likewise, or none) and returns
     ``out`` or the new result, with the results and errors of `bcast.engine.execute`.
 
+    ``ufunc``, when not None, computes the whole call: NumPy's ufunc on the operands as
+    they are (``ufunc(*operands)``, or into ``out=`` as its last argument), with NumPy's
+    floating-point warnings off. That is the call's own path for a kernel that is one ufunc
+    on operands of one dtype, which NumPy aligns itself, computed in one call on this
+    thread. A caller that takes it adds one to ``calls`` itself; a new result of it needs
+    ``small`` (no look at the memory limit: `bcast.engine.guard.small_fits`).
+
     ``runner`` is the compiled walk it runs (`bcast.engine.runner.Runner`), None where it
     runs NumPy's kernels. Its ``lane``, when not None, is the quickest way to replay the
     call into a writable ``out=`` of exactly the prepared type (see the runner); a caller
@@ -63,11 +71,12 @@ class Call:
         "_op",
         "_plan",
         "_slots",
-        "_small",
         "calls",
         "dtype",
         "runner",
         "shape",
+        "small",
+        "ufunc",
     )
 
     def __init__(
@@ -81,6 +90,7 @@ class Call:
         runner: Any,
         aligned: bool,
         slots: Sequence[int] | None = None,
+        ufunc: Any = None,
     ) -> None:
         self._op = op
         self._plan = plan
@@ -93,13 +103,14 @@ class Call:
         self._slots = slots  # the plan operand of each operand (None: the same index)
         self.calls = 0  # how many times it ran
         # a new result this small needs no look at the memory limit (`guard.small_fits`)
-        self._small = dtype.itemsize * math.prod(shape) <= guard.SMALL_BYTES
+        self.small = dtype.itemsize * math.prod(shape) <= guard.SMALL_BYTES
+        self.ufunc = ufunc if how == _ONE and aligned else None
 
     def __call__(self, operands: Sequence[Any], out: Any = None) -> Any:
         """Compute the call on ``operands`` (into ``out``); return ``out`` or the result."""
         self.calls += 1
         if out is None:
-            if self._small and guard.small_fits:
+            if self.small and guard.small_fits:
                 result = np.empty(self.shape, self.dtype)
             else:
                 result = allocate(self._op, self.shape, self.dtype)
@@ -210,7 +221,8 @@ def prepare(
     aligned = all(v.shape == (1,) * (v.ndim - x.ndim) + x.shape for v, x in pairs)
     target = out if out is not None else allocate(op, shape, dtype)
     work = target.size * kernel.cost
-    try_compiled, split = config.route(kernel.blockwise, target.size, work, config.get_settings())
+    costed = numpy_work(kernel, target, operands)
+    try_compiled, split = config.route(kernel.blockwise, target.size, costed, config.get_settings())
     runner = None
     if try_compiled:
         runner = compiled_runner(kernel, target, views, work, operands if aligned else views)
@@ -218,7 +230,9 @@ def prepare(
         how = _COMPILED
     else:
         how = _BLOCKS if split else _ONE
-    return Call(op, plan, kernel, shape, dtype, how, runner, aligned, slots)
+    # A kernel's ufunc computes operands of one dtype (`bcast.engine.Kernel`).
+    ufunc = kernel.ufunc if len({x.dtype for x in operands}) == 1 else None
+    return Call(op, plan, kernel, shape, dtype, how, runner, aligned, slots, ufunc)
 
 
 class CacheInfo(NamedTuple):

@@ -59,6 +59,7 @@ __all__ = [
     "accepts",
     "available",
     "enabled",
+    "float16_kernel",
     "prepare",
     "signatures",
     "wait_for_kernels",
@@ -190,6 +191,23 @@ def numpy_power_vectorised() -> bool:
         isinstance(info, dict) and not str(info.get("current", "baseline")).startswith("baseline")
         for info in loops.values()
     )
+
+
+def float16_kernel(name: str | None) -> bool:
+    """Tell whether operation ``name`` has a float16 kernel here (the compiled path on).
+
+    NumPy's ufuncs widen and round each float16 element in software; these kernels run as
+    fast as float32's, so the tiny fast path of `bcast.ops` leaves float16 to them. Where
+    numba's CPU turns out to have no half conversions, its float16 stays on NumPy's path.
+
+    >>> float16_kernel("add") == enabled(), float16_kernel("pow"), float16_kernel(None)
+    (True, False, False)
+    """
+    if name not in OPERATIONS or OPERATIONS[name] not in ("same", "float", "compare"):
+        return False
+    half = np.zeros(1, np.float16)
+    out = half.astype(bool) if OPERATIONS[name] == "compare" else half
+    return accepts(name, out, [half, half]) and enabled()
 
 
 def _native(dtype: np.dtype[Any]) -> bool:
