@@ -26,12 +26,12 @@ def compiled_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
     Every NumPy call whose kernel the compiled path accepts calls one (a repeated call
     replays the runner its first call prepared). float32 Pow is compiled on every CPU here:
     the compiled kernel is what these tests check, also on a CPU where the engine would
-    leave Pow to NumPy's own vector loop (`bcast.engine.compiled.numpy_power_vectorised`).
+    leave Pow to NumPy's own vector loop (`bcast.engine.operations.numpy_power_vectorised`).
     """
-    from bcast.engine import compiled
+    from bcast.engine import operations
     from bcast.engine.runner import WALKED, Runner
 
-    monkeypatch.setattr(compiled, "numpy_power_vectorised", lambda: False)
+    monkeypatch.setattr(operations, "numpy_power_vectorised", lambda: False)
 
     seen: list[tuple[str, bool]] = []
     real = Runner.__call__

@@ -21,6 +21,7 @@ import pytest
 
 from bcast import engine, ops
 from bcast.engine import compiled as _compiled
+from bcast.engine import operations as _operations
 from bcast.engine import warm
 from bcast.engine.background import PENDING, Resolver
 
@@ -159,7 +160,7 @@ def test_the_signatures_are_the_kernels_calls_compile(
 def test_warm_compiles_what_it_is_asked(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(_compiled, "numpy_power_vectorised", lambda: False)
+    monkeypatch.setattr(_operations, "numpy_power_vectorised", lambda: False)
     seen: list[tuple[str, bool]] = []
     assert _compiled.warm(["pow"], lambda kernel, ready, s: seen.append((kernel, ready))) == 1
     assert seen == [("pow(float32,float32,float32,float32)", True)]
@@ -172,7 +173,7 @@ def test_warm_says_which_operations_have_no_kernel_on_this_machine(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # where NumPy's float32 power is vector code, Pow has no kernel: nothing to wait for
-    monkeypatch.setattr(_compiled, "numpy_power_vectorised", lambda: True)
+    monkeypatch.setattr(_operations, "numpy_power_vectorised", lambda: True)
     assert _compiled.signatures(["pow"]) == []
     assert warm.main(["--list", "--ops", "pow,xor"]) == 0
     out = capsys.readouterr().out.splitlines()

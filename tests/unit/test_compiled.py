@@ -21,6 +21,7 @@ from bcast import engine, ops
 from bcast.engine import compiled as _compiled
 from bcast.engine import config as _config
 from bcast.engine import layout as _layout
+from bcast.engine import operations as _operations
 from bcast.engine import parallel as _parallel
 from bcast.engine.background import Resolver
 from bcast.engine.runner import MAX_RANK, Runner
@@ -223,7 +224,7 @@ def _python_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 ONE_THREAD = [
     ((50, 64), (64,), False),
     ((70, 1), (1, 90), False),
-    ((40, 30), (40, 30), True),
+    ((60, 40), (60, 40), True),  # above the tiny path's out= of 2048
     ((200, 6, 40), (6, 40), False),
     ((30, 1, 17), (1, 20, 1), False),
 ]
@@ -710,7 +711,7 @@ def test_pow_is_left_to_numpy_where_numpy_has_a_vector_loop_for_it(
 ) -> None:
     # On an AVX-512 CPU NumPy's float32 power is vector code, faster on the engine's threads
     # than the compiled polynomial: Pow runs on NumPy's path there, NumPy's bits exactly
-    monkeypatch.setattr(_compiled, "numpy_power_vectorised", lambda: True)
+    monkeypatch.setattr(_operations, "numpy_power_vectorised", lambda: True)
     rng = np.random.default_rng(10)
     base = rng.uniform(0.5, 2, (60, 100)).astype(np.float32)
     exponent = rng.uniform(-3, 3, (100,)).astype(np.float32)
@@ -744,11 +745,11 @@ def test_numpy_power_vectorised_reads_numpys_report_of_its_loops(
         return report
 
     monkeypatch.setattr(introspect, "opt_func_info", opt_func_info)
-    _compiled.numpy_power_vectorised.cache_clear()
+    _operations.numpy_power_vectorised.cache_clear()
     try:
-        assert _compiled.numpy_power_vectorised() is vectorised
+        assert _operations.numpy_power_vectorised() is vectorised
     finally:
-        _compiled.numpy_power_vectorised.cache_clear()
+        _operations.numpy_power_vectorised.cache_clear()
 
 
 def test_a_kernel_numba_cannot_compile_warns_once_and_numpy_computes(

@@ -18,11 +18,11 @@ float16 as NumPy computes it, in float32 rounded back once), integers wrapping, 
 logical operators on booleans, and pure bit copies (Copy; Where's select in bit arithmetic on
 same-width unsigned views). float32 Pow is a vectorised polynomial within one unit in the last
 place of NumPy's ``powf``, which computes its special operands itself; where NumPy has a vector
-loop of its own for float32 power on this CPU (`numpy_power_vectorised`: AVX-512), that loop on
-the engine's threads is faster, and Pow stays on NumPy's path, NumPy's results bit for bit. The
-engine uses this path only for operands it accepts (`accepts`) and layouts it takes (naturally
-aligned elements, strides that are not negative) and falls back to NumPy otherwise, and
-entirely when numba is missing or ``BCAST_COMPILED=0``.
+loop of its own for float32 power on this CPU (`operations.numpy_power_vectorised`: AVX-512),
+that loop on the engine's threads is faster, and Pow stays on NumPy's path, NumPy's results bit
+for bit. The engine uses this path only for operands it accepts (`accepts`) and layouts it
+takes (naturally aligned elements, strides that are not negative) and falls back to NumPy
+otherwise, and entirely when numba is missing or ``BCAST_COMPILED=0``.
 
 numba is imported on the first large call, not with ``bcast``
 (`bcast.engine.numba_kernels` holds the numba code). Each operation and dtype is compiled on its
@@ -52,6 +52,13 @@ import numpy as np
 from bcast.engine import background as _background
 from bcast.engine import layout as _layout
 from bcast.engine import parallel as _parallel
+from bcast.engine.operations import (
+    BITS,
+    HALF,
+    NUMERIC,
+    OPERATIONS,
+    accepts,
+)
 from bcast.engine.runner import MAX_RANK, Runner, Walk
 
 __all__ = [
@@ -76,37 +83,6 @@ stays in the core's first-level cache: on the 2-core Xeon, tiles of up to 256 Ki
 budget, ``compiled_tile_bytes``) made (n,64)+(64,) adds of 1-16 MiB 10-20 % slower (float32
 1 MiB: 31 against 25 us; float64 16 MiB: 740 against 645 us), at 64 MiB 5 % slower. Tiles
 that rows need longer (a mid-rank add's) still take up to the budget."""
-
-_NUMERIC: Final = frozenset("?bBhHiIlLqQfd")  # numba's scalar types, by dtype.char
-_FLOAT: Final = frozenset("fd")
-_HALF: Final = "e"  # float16: read as its bits, computed in float32 (numba_rows.HALVES)
-_BITS: Final = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-OPERATIONS: Final[dict[str, str]] = {
-    "copy": "bits",
-    "where": "bits",
-    "add": "same",
-    "sub": "same",
-    "mul": "same",
-    "div": "float",
-    "pow": "float32",
-    "equal": "compare",
-    "greater": "compare",
-    "less": "compare",
-    "and_": "bool",
-    "or_": "bool",
-    "xor": "bool",
-}
-"""The operations (their scalar functions: `bcast.engine.numba_kernels.SCALARS`) and what their
-operands must be:
-
-- ``same``: every operand and the output of one numeric dtype; ``float``: likewise, floating;
-  ``float32``: likewise, float32 (Pow: within a unit in the last place of NumPy's powf);
-- ``compare``: two operands of one numeric dtype, a bool output; ``bool``: booleans only;
-- ``bits``: moved bit for bit, operands viewed as unsigned integers of the output's width
-  (Where's condition stays bool; its select is bit arithmetic).
-"""
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}  # "kernels": bcast.engine.numba_kernels, or None without numba
@@ -166,33 +142,6 @@ def enabled() -> bool:
     return bool(_state["installed"])
 
 
-@functools.cache
-def numpy_power_vectorised() -> bool:
-    """Tell whether NumPy's own float32 power runs a vector loop on this CPU.
-
-    NumPy reports which of its compiled loops each ufunc runs on this CPU
-    (``numpy.lib.introspect.opt_func_info``, NumPy 2). Its float32 power has a vector loop
-    (SVML) for AVX-512 CPUs, and elsewhere calls the C library's ``powf`` per element. On
-    the 2-core AVX-512 Xeon of ``docs/benchmarks-xeon.md``, NumPy's vector loop on the
-    engine's two threads took 32 ms for (64,1024,1024) ** (1024,) and the compiled
-    polynomial 82 ms, so where NumPy has one, float32 Pow is not compiled (`accepts`). A
-    NumPy without the report counts as having none.
-
-    >>> isinstance(numpy_power_vectorised(), bool)
-    True
-    """
-    try:
-        from numpy.lib.introspect import opt_func_info
-
-        loops = opt_func_info(func_name="^power$", signature="^float32$").get("power", {})
-    except (ImportError, AttributeError):  # NumPy 1.x: no report of its loops
-        return False
-    return any(
-        isinstance(info, dict) and not str(info.get("current", "baseline")).startswith("baseline")
-        for info in loops.values()
-    )
-
-
 def float16_kernel(name: str | None) -> bool:
     """Tell whether operation ``name`` has a float16 kernel here (the compiled path on).
 
@@ -208,44 +157,6 @@ def float16_kernel(name: str | None) -> bool:
     half = np.zeros(1, np.float16)
     out = half.astype(bool) if OPERATIONS[name] == "compare" else half
     return accepts(name, out, [half, half]) and enabled()
-
-
-def _native(dtype: np.dtype[Any]) -> bool:
-    return dtype.isnative and not dtype.hasobject and dtype.fields is None
-
-
-def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
-    """Tell whether operation ``name`` can compute ``out`` from these operands exactly.
-
-    >>> import numpy as np
-    >>> f4 = np.zeros(3, np.float32)
-    >>> accepts("add", f4, [f4, f4]), accepts("add", f4, [f4, f4.astype(np.float64)])
-    (True, False)
-    >>> accepts("where", f4, [np.zeros(3, bool), f4, f4]), accepts("div", f4.astype(int), [])
-    (True, False)
-    """
-    if name not in OPERATIONS:
-        return False
-    rule = OPERATIONS[name]
-    dtypes = [x.dtype for x in operands]
-    if not all(_native(d) for d in [out.dtype, *dtypes]):
-        return False
-    if rule == "bits":
-        values = dtypes[1:] if name == "where" else dtypes
-        if name == "where" and dtypes[0] != np.bool_:
-            return False
-        return out.itemsize in _BITS and all(d == out.dtype for d in values)
-    if len(dtypes) != 2 or dtypes[0] != dtypes[1]:
-        return False
-    char = dtypes[0].char
-    if rule == "compare":
-        return bool(out.dtype == np.bool_ and (char in _NUMERIC or char == _HALF))
-    if rule == "bool":
-        return bool(out.dtype == dtypes[0] == np.bool_)
-    if out.dtype != dtypes[0]:
-        return False
-    allowed = {"float": _FLOAT | {_HALF}, "float32": {"f"}}.get(rule, _NUMERIC - {"?"} | {_HALF})
-    return char in allowed and not (name == "pow" and numpy_power_vectorised())
 
 
 def prepare(
@@ -329,7 +240,7 @@ def _plan_walk(
         return None
     dtypes = [a.dtype for a in bases]
     if OPERATIONS[name] == "bits":  # moved as unsigned integers of the output's width
-        width = np.dtype(_BITS[out.itemsize])
+        width = np.dtype(BITS[out.itemsize])
         dtypes = [d if d == np.bool_ else width for d in dtypes]
     strides = [[0] * MAX_RANK for _ in range(4)]
     for k, a in enumerate(bases):
@@ -474,7 +385,7 @@ def signatures(names: Iterable[str] | None = None) -> list[tuple[str, tuple[np.d
     """
     found: dict[tuple[str, tuple[np.dtype[Any], ...]], None] = {}
     for name in OPERATIONS if names is None else names:
-        for char in sorted(_NUMERIC | {_HALF}):
+        for char in sorted(NUMERIC | {HALF}):
             x = np.zeros(2, char)
             if name == "where":
                 examples = [(x, [np.zeros(2, bool), x, x])]
