@@ -55,6 +55,7 @@ from bcast.engine import parallel as _parallel
 from bcast.engine.operations import (
     BITS,
     HALF,
+    HALF_RULES,
     NUMERIC,
     OPERATIONS,
     accepts,
@@ -152,7 +153,7 @@ def float16_kernel(name: str | None) -> bool:
     >>> float16_kernel("add") == enabled(), float16_kernel("pow"), float16_kernel(None)
     (True, False, False)
     """
-    if name not in OPERATIONS or OPERATIONS[name] not in ("same", "float", "compare"):
+    if name is None or OPERATIONS.get(name) not in HALF_RULES:  # copy, Where: bits, not slow
         return False
     half = np.zeros(1, np.float16)
     out = half.astype(bool) if OPERATIONS[name] == "compare" else half

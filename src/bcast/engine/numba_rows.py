@@ -17,6 +17,7 @@ from numba.extending import intrinsic, overload
 from bcast.engine.numba_entry import address, itemsize, load, save
 from bcast.engine.numba_pow import pow_float32 as _pow
 from bcast.engine.numba_pow import pow_special
+from bcast.engine.operations import HALF_RULES, OPERATIONS
 
 __all__ = [
     "ALIGN",
@@ -207,8 +208,8 @@ def _nan_over(typingctx: Any, value: Any, other: Any) -> Any:
     return types.float32(value, other), codegen
 
 
-def _on_halves(function: Any) -> Any:
-    """Return ``function`` computed on half-precision floats, as NumPy computes float16.
+def _on_halves(name: str) -> Any:
+    """Return operation ``name`` computed on half-precision floats, as NumPy computes float16.
 
     The operands (their bits, uint16) are widened to float32 and the operation runs there;
     a float result is rounded back to half precision. Rounding twice (the float32 operation,
@@ -216,15 +217,15 @@ def _on_halves(function: Any) -> Any:
     has more than 2 * 11 + 2 bits), so this is NumPy's float16 loop (which does the same) bit
     for bit; comparisons of the widened values are exact.
     """
-    inner = njit(inline="always")(function)
-    if function in (_equal, _greater, _less):
+    inner = njit(inline="always")(SCALARS[name])
+    if OPERATIONS[name] == "compare":
 
         def compared(x: Any, y: Any, z: Any) -> Any:
             return inner(_widen(x), _widen(y), z)
 
         return compared
 
-    if function in (_add, _mul):
+    if name in ("add", "mul"):
         # Where both operands are NaN, NumPy's float16 addition and multiplication (x86)
         # return y's; LLVM orders the operands of a commutative one as it likes.
 
@@ -239,9 +240,6 @@ def _on_halves(function: Any) -> Any:
 
     return computed
 
-
-HALVES: Final = ("add", "sub", "mul", "div", "equal", "greater", "less")
-"""The operations with a float16 kernel: `SCALARS` has each as ``"<name>/float16"``."""
 
 SCALARS: Final = {
     "copy": _copy,
@@ -259,7 +257,10 @@ SCALARS: Final = {
     "xor": _xor,
 }
 """Each operation's scalar function of three operands (unused ones are never loaded)."""
-SCALARS.update({f"{name}/float16": _on_halves(SCALARS[name]) for name in HALVES})
+
+HALVES: Final = tuple(name for name, rule in OPERATIONS.items() if rule in HALF_RULES)
+"""The operations with a float16 kernel: `SCALARS` has each as ``"<name>/float16"``."""
+SCALARS.update({f"{name}/float16": _on_halves(name) for name in HALVES})
 
 NAMES: Final = tuple(SCALARS)  # an operation's code is its index here
 _JITTED: Final = tuple(njit(inline="always")(f) for f in SCALARS.values())

@@ -11,11 +11,21 @@ from typing import Any, Final
 
 import numpy as np
 
-__all__ = ["BITS", "FLOAT", "HALF", "NUMERIC", "OPERATIONS", "accepts", "numpy_power_vectorised"]
+__all__ = [
+    "BITS",
+    "FLOAT",
+    "HALF",
+    "HALF_RULES",
+    "NUMERIC",
+    "OPERATIONS",
+    "accepts",
+    "numpy_power_vectorised",
+]
 
 NUMERIC: Final = frozenset("?bBhHiIlLqQfd")  # numba's scalar types, by dtype.char
 FLOAT: Final = frozenset("fd")
 HALF: Final = "e"  # float16: read as its bits, computed in float32 (numba_rows.HALVES)
+HALF_RULES: Final = ("same", "float", "compare")  # the rules whose operations take float16
 BITS: Final = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
