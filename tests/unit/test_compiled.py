@@ -23,6 +23,7 @@ from bcast.engine import config as _config
 from bcast.engine import layout as _layout
 from bcast.engine import operations as _operations
 from bcast.engine import parallel as _parallel
+from bcast.engine import runner as _runner
 from bcast.engine.background import Resolver
 from bcast.engine.runner import MAX_RANK, Runner
 
@@ -476,6 +477,83 @@ def test_default_streaming_size_is_the_cache_at_most_the_cap(
         same_bits(ops.sub(a, b), a - b)
     assert [options["stream"] for options in run_options] == [streams]
     assert calls == [("sub", True)]
+
+
+@pytest.mark.parametrize(
+    ("cache", "streams", "measures"),
+    [
+        (48_399, True, False),  # 96,800 bytes of work: over twice the size, streams
+        (48_400, True, True),  # twice the size: measured, streaming first
+        (96_801, False, True),
+        (193_600, False, True),  # half the size: measured, plain stores first
+        (193_602, False, False),
+    ],
+)
+def test_work_near_the_default_streaming_size_measures_both_stores(
+    monkeypatch: pytest.MonkeyPatch,
+    run_options: list[dict[str, Any]],
+    calls: list[tuple[str, bool]],
+    cache: int,
+    streams: bool,
+    measures: bool,
+) -> None:
+    monkeypatch.setattr(_parallel, "cache_bytes", lambda: cache)
+    monkeypatch.setattr(_config, "STREAM_CAP", 1 << 40)
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)  # 96800 bytes of work
+    with engine.settings(**{**FORCED, "stream_min_bytes": None}):
+        same_bits(ops.sub(a, b), a - b)
+    assert _config.MEASURED_SPAN == 2
+    assert [(o["stream"], o["measure_stores"]) for o in run_options] == [(streams, measures)]
+    assert calls == [("sub", True)]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("quicker", [True, False])
+def test_measured_stores_keep_the_quicker_kind(
+    monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool]], threads: int, quicker: bool
+) -> None:
+    # A replayed call near the streaming size walks TRIAL_CALLS times with plain stores
+    # (the guess: 96,800 bytes of work, a cache of 96,801), as many with streaming ones,
+    # timed by a clock under which the kind `quicker` takes 1 s a walk and the other 2 s,
+    # then keeps `quicker`; the values are NumPy's on every call.
+    monkeypatch.setattr(_parallel, "cache_bytes", lambda: 96_801)
+    monkeypatch.setattr(_config, "STREAM_CAP", 1 << 40)
+    now = [0.0]
+
+    def clock() -> float:
+        found = [call.runner for call in ops._tiny.CALLS["sub"]._calls.values()]  # type: ignore[attr-defined]
+        now[0] += 1.0 if found and found[0].stream == quicker else 2.0
+        return now[0]
+
+    monkeypatch.setattr(_runner, "_clock", clock)
+    rng = np.random.default_rng(11)
+    a, b = _values(rng, (60, 100), "float64"), _values(rng, (100,), "float64")
+    out = np.empty((60, 100))
+    kinds = []
+    with engine.settings(**{**FORCED, "stream_min_bytes": None, "threads": threads}):
+        for _ in range(2 * _runner.TRIAL_CALLS + 3):
+            out[:] = 7.0
+            ops.sub(a, b, out=out)
+            with np.errstate(invalid="ignore"):  # inf - inf
+                same_bits(out, np.subtract(a, b))
+            [call] = ops._tiny.CALLS["sub"]._calls.values()  # type: ignore[attr-defined]
+            kinds.append((call.runner.stream, call.runner.measuring))
+    trial = _runner.TRIAL_CALLS
+    assert trial == 8
+    assert kinds == (
+        [(False, True)] * (trial - 1) + [(True, True)] * trial + [(quicker, False)] * 4
+    )
+    assert (call.runner.lane is not None) == (threads == 1)  # no clock once decided
+    assert calls and all(done for _, done in calls)
+
+
+def test_explicit_streaming_size_is_not_measured(calls: list[tuple[str, bool]]) -> None:
+    a, b = np.arange(6000.0).reshape(60, 100), np.arange(100.0)
+    with engine.settings(**{**FORCED, "stream_min_bytes": 96_801}):
+        for _ in range(3):
+            same_bits(ops.sub(a, b), a - b)
+        [call] = ops._tiny.CALLS["sub"]._calls.values()  # type: ignore[attr-defined]
+    assert (call.runner.stream, call.runner.measuring) == (False, False)
 
 
 def test_layouts_the_walker_takes(calls: list[tuple[str, bool]]) -> None:

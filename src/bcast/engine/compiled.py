@@ -170,6 +170,7 @@ def prepare(
     threads: int,
     blocks_per_thread: int,
     stream: bool,
+    measure_stores: bool = False,
     run_team: Callable[[Callable[[int, int, int], None], int], None],
     wait: bool = False,
 ) -> Runner:
@@ -180,7 +181,9 @@ def prepare(
     ``max_tile_bytes``). ``operands`` are the arrays the runner will be called with
     (default: the views): the same addresses, maybe with fewer axes. ``run_team(go,
     threads)`` runs the walk on that many threads (`bcast.engine.parallel.run_team`): each
-    claims rows `CHUNK_BYTES` at a time until none are left. The walker
+    claims rows `CHUNK_BYTES` at a time until none are left. ``stream``: streaming stores;
+    ``measure_stores``: only the first guess, the runner times both kinds on its first calls
+    and keeps the quicker (`bcast.engine.runner.Runner`). The walker
     and the entry (`bcast.engine.numba_entry`) are queued for the background here
     (``wait``: compiled now, or waited for).
     """
@@ -202,6 +205,7 @@ def prepare(
         kinds,
         threads=threads,
         stream=stream,
+        measure=measure_stores,
         chunk=max(1, CHUNK_BYTES // walk.row_bytes) if walk is not None else 1,
         run_team=run_team,
         find_walker=functools.partial(_walker, name, dtypes, wait),

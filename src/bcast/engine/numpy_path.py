@@ -219,7 +219,7 @@ def compiled_runner(
         return None
     if not _compiled.accepts(name, out, views):
         return None
-    stream_min = config.stream_min_bytes(settings)
+    stream, measure = config.stores(settings, out.nbytes + sum(v.nbytes for v in views))
     return _compiled.prepare(
         name,
         out,
@@ -228,7 +228,8 @@ def compiled_runner(
         max_tile_bytes=settings.compiled_tile_bytes,
         threads=config.compiled_threads_for(work * out.itemsize),
         blocks_per_thread=settings.blocks_per_thread,
-        stream=out.nbytes + sum(v.nbytes for v in views) >= stream_min,
+        stream=stream,
+        measure_stores=measure,
         run_team=functools.partial(
             _parallel.run_team,
             spin=_parallel.spin_us() if settings.spin_us is None else settings.spin_us,
