@@ -180,7 +180,7 @@ class Runner:
         self._go: Callable[[int, int, int], None] | None = None
         self._enter: Any = None
         self.lane: Callable[..., int] | None = None
-        # the seconds of each counted call while measuring (the lane waits: no clock there)
+        # each trial call's seconds while measuring (no lane meanwhile: it has no clock)
         self._trial: list[float] | None = [] if measure and walk is not None else None
         if walk is not None:  # both asked for (queued for the background) now
             self._enter = find_entry()
