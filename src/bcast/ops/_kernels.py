@@ -356,15 +356,26 @@ def _exact_integers(alpha: float, beta: float, *, unsigned: bool) -> bool:
 def gemm_kernel(a: Any, b: Any, alpha: float, beta: float, *, has_c: bool) -> Kernel:
     """Y = alpha * A' @ B' + beta * C, with A' and B' already transposed (views).
 
-    Floats compute in the operands' dtype. Integers compute exactly when alpha and beta are
-    whole numbers (non-negative for unsigned dtypes), else in float64 and convert into the
-    dtype (the ONNX reference's ``astype``). With ``beta == 0`` C's values are not read
-    (NaN in C stays out), as both peers do; its shape is still checked by the plan.
+    Floats compute in the operands' dtype, but float16, which computes in float32 and is
+    rounded once at the end, as onnxruntime and OpenVINO do (the ONNX reference rounds the
+    product, then adds C in float16: docs/peer-differences.md). Integers compute exactly when
+    alpha and beta are whole numbers (non-negative for unsigned dtypes), else in float64 and
+    convert into the dtype (the ONNX reference's ``astype``). With ``beta == 0`` C's values
+    are not read (NaN in C stays out), as both peers do; its shape is still checked by the
+    plan.
     """
     use_c = has_c and beta != 0
 
     def run_numpy(out: Any, *c: Any) -> None:
         kind = out.dtype.kind
+        if out.dtype == np.float16:
+            wide = np.matmul(a, b, dtype=np.float32)
+            if alpha != 1:
+                wide *= np.float32(alpha)
+            if use_c:
+                wide += c[0].astype(np.float32) * np.float32(beta)
+            np.copyto(out, wide, casting="same_kind")
+            return
         exact = kind == "f" or _exact_integers(alpha, beta, unsigned=kind == "u")
         if exact:
             np.matmul(a, b, out=out)
@@ -384,6 +395,11 @@ def gemm_kernel(a: Any, b: Any, alpha: float, beta: float, *, has_c: bool) -> Ke
         np.copyto(out, wide, casting="unsafe")
 
     def run_generic(xp: Any, *c: Any) -> Any:
+        if a.dtype == xp.float16:
+            wide = xp.matmul(xp.astype(a, xp.float32), xp.astype(b, xp.float32)) * alpha
+            if use_c:
+                wide = wide + xp.astype(c[0], xp.float32) * beta
+            return xp.astype(wide, xp.float16)
         product = xp.matmul(a, b)
         kind_float = xp.isdtype(product.dtype, "real floating")
         unsigned = xp.isdtype(product.dtype, "unsigned integer")

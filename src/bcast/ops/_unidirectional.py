@@ -65,7 +65,8 @@ def gemm(
     Parameters
     ----------
     a, b : array
-        Rank-2 arrays of one library and dtype (float, or 32/64-bit integers).
+        Rank-2 arrays of one library and dtype (float, or 32/64-bit integers). float16
+        computes in float32 and is rounded once, as onnxruntime and OpenVINO do.
     c : array, optional
         The bias; absent means 0.
     alpha, beta : float, default 1.0
