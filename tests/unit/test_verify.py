@@ -795,3 +795,32 @@ def test_every_input_is_fed_in_the_dtype_the_model_declares(tmp_path, elem):
     for runtime in data["runtimes"]:
         assert node_run["results"][runtime]["shape"] == "[2,3]"
         assert node_run["comparisons"][runtime]["agree"] is True
+
+
+def _half_apart(units: int, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """Values of 0.1-1000 and the same values ``units`` units in the last place higher."""
+    ours = np.geomspace(0.1, 1000.0, 200).astype(dtype)
+    theirs = ours.copy()
+    for _ in range(units):
+        theirs = np.nextafter(theirs, np.array(np.inf, dtype))
+    return ours, theirs
+
+
+@pytest.mark.parametrize(
+    ("dtype", "units", "agree"),
+    [
+        ("float16", 1, True),  # runtimes round float16 arithmetic differently, rightly
+        ("float16", 2, True),
+        ("float16", 3, False),
+        ("float32", 1, True),  # far inside RTOL
+        ("float32", 1000, False),  # past RTOL (1e-4): float32 gains no ulp tolerance
+    ],
+)
+def test_values_agree_within_float16_units_in_the_last_place(
+    dtype: str, units: int, agree: bool
+) -> None:
+    from bcast.models.verification import Result, compare
+
+    ours, theirs = _half_apart(units, dtype)
+    found = compare(Result(ours), Result(theirs), "onnxruntime")
+    assert found.agree is agree, found.detail

@@ -41,6 +41,26 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OUT = ROOT / "tests" / "fixtures" / "real"
+HALF_COPIES = [  # docs/real-models.md's part on tools/real_models/half.py's copies
+    "## float16 copies",
+    "",
+    (
+        "[`tests/fixtures/real_fp16/`](../tests/fixtures/real_fp16/) holds float16 copies"
+        " of the BERT, GPT-2, LLaMA and ResNet TorchScript exports, converted as "
+        "practitioners convert them (onnxconverter-common's `convert_float_to_float16`, "
+        "`keep_io_types=False`) by "
+        "[`tools/real_models/half.py`](../tools/real_models/half.py), with the sources' "
+        "and the copies' sha256 in its manifest.json. `bcast verify` runs them at batch 8"
+        " and sequence 64, where bcast computes their element-wise nodes with its "
+        "compiled float16 kernels, and every node agrees with onnxruntime and OpenVINO "
+        "(`tests/unit/test_verify_real.py`). Before, verify reported 2-23 disagreements a"
+        " model: bcast's float16 Gemm rounded the product, then added C in float16, where"
+        " both runtimes round once; and float16 results 1 unit in the last place apart "
+        "(OpenVINO's Divide by a constant, both runtimes' LayerNormalization) counted as "
+        "disagreements. See [peer-differences.md](peer-differences.md)."
+    ),
+    "",
+]
 DOCS = ROOT / "docs" / "real-models.md"
 sys.path.insert(0, str(HERE))
 
@@ -607,12 +627,14 @@ def write_docs(manifest: dict[str, Any]) -> None:
         lines.append("None.")
     lines += [
         "",
+        *HALF_COPIES,
         "## Rebuilding",
         "",
         "```bash",
         "python3 -m venv /tmp/exportenv",
         "/tmp/exportenv/bin/pip install -r tools/real_models/requirements.txt",
         "/tmp/exportenv/bin/python tools/real_models/build.py",
+        "/tmp/exportenv/bin/python tools/real_models/half.py  # the float16 copies",
         "```",
         "",
     ]
