@@ -360,6 +360,19 @@ def test_gemm_transposes_and_scales_like_numpy() -> None:
     np.testing.assert_allclose(got.compute(), 0.5 * (a.T @ b.T) + 2.0 * c, rtol=1e-12)
 
 
+def test_float16_gemm_rounds_once_as_on_numpy() -> None:
+    # array_api_compat's dask namespace has no float16, its arrays may: computed in float32
+    # and rounded once, as NumPy arrays (and onnxruntime, differential/test_ops_onnxruntime)
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((64, 32)).astype(np.float16)
+    b = (rng.standard_normal((32, 16)) * 0.2).astype(np.float16)
+    c = rng.standard_normal(16).astype(np.float16)
+    got = ops.gemm(lazy(a), lazy(b), lazy(c), alpha=0.5, beta=2.0)
+    want = 0.5 * (a.astype(np.float32) @ b.astype(np.float32)) + 2.0 * c.astype(np.float32)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got.compute(), want.astype(np.float16))
+
+
 def test_integer_division_by_zero_raises_when_computed() -> None:
     got = ops.div(lazy(np.array([1, 2, 3], np.int64)), lazy(np.array([1, 0, 1], np.int64)))
     with pytest.raises(ZeroDivisionError):
