@@ -187,6 +187,25 @@ def test_gemm_matches_onnxruntime(case: tuple[Any, ...]) -> None:
     np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-2)
 
 
+@pytest.mark.parametrize("op", ["Sum", "Mean"])
+@pytest.mark.parametrize(
+    "shapes", [[(64, 64)] * 3, [(64, 64), (1, 64), (64, 1)], [(64, 64)] * 2, [(8, 8)]]
+)
+def test_float16_sum_and_mean_round_once_as_onnxruntime_does(
+    op: str, shapes: list[tuple[int, ...]]
+) -> None:
+    # onnxruntime adds (and divides) float16 in float32 and rounds once; rounding after each
+    # addition (the ONNX reference, and bcast before) left about a fifth (Sum) and a third
+    # (Mean) of three such inputs' elements 1-2 units in the last place away
+    rng = np.random.default_rng(len(shapes))
+    scales = [1.0, 100.0, 0.01]
+    xs = [(rng.standard_normal(s) * scales[i]).astype(np.float16) for i, s in enumerate(shapes)]
+    theirs = run_ort(op, xs, np.float16)
+    ours = getattr(ops, op.lower())(*xs)
+    assert ours.dtype == theirs.dtype == np.float16
+    np.testing.assert_array_equal(ours, theirs)
+
+
 @pytest.mark.parametrize(
     ("m", "k", "n", "alpha", "beta", "c_shape"),
     [

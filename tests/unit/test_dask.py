@@ -373,6 +373,18 @@ def test_float16_gemm_rounds_once_as_on_numpy() -> None:
     np.testing.assert_array_equal(got.compute(), want.astype(np.float16))
 
 
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_float16_sum_and_mean_round_once_as_on_numpy(op: str) -> None:
+    rng = np.random.default_rng(10)
+    xs = [(rng.standard_normal((16, 16)) * s).astype(np.float16) for s in (1.0, 100.0, 0.01)]
+    wide = sum(x.astype(np.float32) for x in xs)
+    want = (wide / np.float32(3) if op == "mean" else wide).astype(np.float16)
+    got = getattr(ops, op)(*(lazy(x, 4) for x in xs))
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got.compute(), want)
+    np.testing.assert_array_equal(getattr(ops, op)(*xs), want)
+
+
 def test_integer_division_by_zero_raises_when_computed() -> None:
     got = ops.div(lazy(np.array([1, 2, 3], np.int64)), lazy(np.array([1, 0, 1], np.int64)))
     with pytest.raises(ZeroDivisionError):

@@ -243,16 +243,40 @@ INT_POW: Final = Kernel(
 # -- variadic, Where, PRelu, Gemm, copies ----------------------------------------------------
 
 
+def _is_half(x: Any) -> bool:
+    """Tell whether an array of any library holds float16 (``torch.float16`` too).
+
+    By the dtype's name: the array API's namespaces have no float16 (array_api_compat's
+    dask namespace), though their arrays may.
+
+    >>> _is_half(np.zeros(1, np.float16)), _is_half(np.zeros(1, np.float32))
+    (True, False)
+    """
+    return str(x.dtype).rsplit(".", 1)[-1] == "float16"
+
+
 def variadic_kernel(op: str, count: int) -> Kernel:
     """Fold ``count`` operands with Max, Min or Sum into ``out``; Mean divides the sum.
 
-    NumPy: one ufunc call per operand after the first, each writing into ``out``.
+    NumPy: one ufunc call per operand after the first, each writing into ``out``. A float16
+    Sum or Mean of several operands adds (and divides) in float32 and is rounded once, as
+    onnxruntime does; the ONNX reference rounds after each addition (docs/peer-differences.md).
     """
     name = {"max": "maximum", "min": "minimum"}.get(op, "add")
     ufunc: Any = getattr(np, name)
     divide = op == "mean"
+    widen = name == "add" and count > 1
 
     def run_numpy(out: Any, *operands: Any) -> None:
+        if widen and out.dtype == np.float16:
+            wide = np.empty(out.shape, np.float32)
+            np.add(operands[0], operands[1], out=wide, dtype=np.float32)
+            for x in operands[2:]:
+                np.add(wide, x, out=wide)
+            if divide:
+                np.divide(wide, count, out=wide)
+            np.copyto(out, wide, casting="same_kind")
+            return
         if count == 1:
             np.copyto(out, operands[0])
         else:
@@ -263,6 +287,11 @@ def variadic_kernel(op: str, count: int) -> Kernel:
             np.divide(out, count, out=out)
 
     def run_generic(xp: Any, *operands: Any) -> Any:
+        if widen and _is_half(operands[0]):
+            wide = xp.astype(operands[0], xp.float32)
+            for x in operands[1:]:
+                wide = wide + xp.astype(x, xp.float32)
+            return xp.astype(wide / count if divide else wide, operands[0].dtype)
         result = operands[0]
         for x in operands[1:]:
             result = getattr(xp, name)(result, x)
@@ -395,8 +424,7 @@ def gemm_kernel(a: Any, b: Any, alpha: float, beta: float, *, has_c: bool) -> Ke
         np.copyto(out, wide, casting="unsafe")
 
     def run_generic(xp: Any, *c: Any) -> Any:
-        if str(a.dtype).rsplit(".", 1)[-1] == "float16":  # torch.float16; the standard's
-            # namespaces have no float16 (array_api_compat's dask), their arrays may
+        if _is_half(a):
             wide = xp.matmul(xp.astype(a, xp.float32), xp.astype(b, xp.float32)) * alpha
             if use_c:
                 wide = wide + xp.astype(c[0], xp.float32) * beta
