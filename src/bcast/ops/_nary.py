@@ -97,8 +97,8 @@ def sum(*inputs: ArrayT | Scalar, out: ArrayT | None = None) -> ArrayT:
     """Add one or more float arrays element-wise (ONNX Sum-13).
 
     The ONNX schema allows float dtypes only; integers are a TypeError (onnxruntime rejects
-    them too; the ONNX reference computes them anyway). Parameters, returns and errors as
-    `max`.
+    them too; the ONNX reference computes them anyway). float16 inputs are added in float32
+    and the sum rounded once, as onnxruntime does. Parameters, returns and errors as `max`.
 
     Examples
     --------
@@ -118,7 +118,8 @@ def sum(*inputs: ArrayT | Scalar, out: ArrayT | None = None) -> ArrayT:
 def mean(*inputs: ArrayT | Scalar, out: ArrayT | None = None) -> ArrayT:
     """Average one or more float arrays element-wise (ONNX Mean-13).
 
-    The sum of the broadcast operands divided by their count; float dtypes only, as `sum`.
+    The sum of the broadcast operands divided by their count; float dtypes only, as `sum`
+    (float16: in float32, rounded once).
     Any operand may be the largest (the ONNX reference fails unless the first one is).
     Parameters, returns and errors as `max`.
 
