@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from bcast.arrays.dtypes import dtype_name
 from bcast.engine import Kernel
 
 __all__ = [
@@ -243,18 +244,6 @@ INT_POW: Final = Kernel(
 # -- variadic, Where, PRelu, Gemm, copies ----------------------------------------------------
 
 
-def _is_half(x: Any) -> bool:
-    """Tell whether an array of any library holds float16 (``torch.float16`` too).
-
-    By the dtype's name: the array API's namespaces have no float16 (array_api_compat's
-    dask namespace), though their arrays may.
-
-    >>> _is_half(np.zeros(1, np.float16)), _is_half(np.zeros(1, np.float32))
-    (True, False)
-    """
-    return str(x.dtype).rsplit(".", 1)[-1] == "float16"
-
-
 def variadic_kernel(op: str, count: int) -> Kernel:
     """Fold ``count`` operands with Max, Min or Sum into ``out``; Mean divides the sum.
 
@@ -287,7 +276,7 @@ def variadic_kernel(op: str, count: int) -> Kernel:
             np.divide(out, count, out=out)
 
     def run_generic(xp: Any, *operands: Any) -> Any:
-        if widen and _is_half(operands[0]):
+        if widen and dtype_name(operands[0].dtype, xp) == "float16":
             wide = xp.astype(operands[0], xp.float32)
             for x in operands[1:]:
                 wide = wide + xp.astype(x, xp.float32)
@@ -424,7 +413,7 @@ def gemm_kernel(a: Any, b: Any, alpha: float, beta: float, *, has_c: bool) -> Ke
         np.copyto(out, wide, casting="unsafe")
 
     def run_generic(xp: Any, *c: Any) -> Any:
-        if _is_half(a):
+        if dtype_name(a.dtype, xp) == "float16":  # torch.float16; dask's too
             wide = xp.matmul(xp.astype(a, xp.float32), xp.astype(b, xp.float32)) * alpha
             if use_c:
                 wide = wide + xp.astype(c[0], xp.float32) * beta
