@@ -23,6 +23,7 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -399,6 +400,32 @@ def simd_features() -> list[str]:
     return [name for name in wanted if features.get(name)]
 
 
+def source_commit() -> str | None:
+    """The git commit the benchmarked bcast comes from (``+changes`` when its tree differs).
+
+    ``None`` outside a git checkout (an installed wheel): the version alone then names it.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--", "src", "benchmarks"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+changes" if changed else head or None
+
+
 def machine_info(versions: dict[str, str | None]) -> dict[str, Any]:
     cpu = platform.processor() or platform.machine()
     try:
@@ -423,4 +450,5 @@ def machine_info(versions: dict[str, str | None]) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "versions": versions,
+        "commit": source_commit(),
     }

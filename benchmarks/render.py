@@ -97,7 +97,10 @@ def ops_markdown(data: dict[str, Any], png_name: str | None = None) -> list[str]
     cases = data.get("cases", [])
     lines = ["## Operators", ""]
     m = data.get("machine", {})
-    vers = ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items() if v)
+    commit = f" (commit {m['commit']})" if m.get("commit") else ""
+    vers = ", ".join(
+        f"{k} {v}{commit if k == 'bcast' else ''}" for k, v in m.get("versions", {}).items() if v
+    )
     lines += [
         f"Run {data.get('generated', '?')}{' (`--quick`)' if data.get('quick') else ''} on "
         f"{m.get('cpu', '?')}{_simd(m)}, {m.get('cpus', '?')} CPUs, "

@@ -40,13 +40,17 @@ def _groups(sweep: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str,
     return groups
 
 
+def _commit(machine: dict[str, Any]) -> str:
+    return f" of bcast commit {machine['commit']}" if machine.get("commit") else ""
+
+
 def markdown(data: dict[str, Any], png_name: str | None) -> list[str]:
     quick = " (`--quick`: three sizes, few short samples; noisy)" if data.get("quick") else ""
     m = data.get("machine", {})
     lines = [
         "## Add at every size",
         "",
-        f"Run {data.get('generated', '?')}{quick} on {m.get('cpu', '?')}, "
+        f"Run {data.get('generated', '?')}{quick}{_commit(m)} on {m.get('cpu', '?')}, "
         f"{m.get('cpus', '?')} CPUs; {data.get('threads', '?')} threads for every library "
         f"that has a knob, bcast's engine {data.get('bcast_threads', '?')}. Each cell: the "
         f"peer's median time over the fastest peer's at that size (**1.00{TIMES}** = fastest). "

@@ -4,6 +4,7 @@ correctness gate and the Markdown rendering. No assertion here depends on a meas
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -159,6 +160,32 @@ def test_markdown_rendering_of_a_fake_result() -> None:
     assert "3 of 32 elements differ" in md
     assert "## Shape inference" in md and "| rank 4 | 2.0 µs |" in md
     assert "(`--quick`)" in md
+
+
+def test_a_run_names_the_commit_it_measured() -> None:
+    data = {
+        "generated": "2026-01-01T00:00:00+00:00",
+        "threads": 2,
+        "machine": {"cpu": "Fake CPU", "versions": {"bcast": "0.1.0", "numpy": "2"}},
+        "cases": [H.summarize(_case(), stream_gbps=10.0).to_json()],
+    }
+    assert "bcast 0.1.0, numpy 2." in R.render_markdown(data, None, None)
+    data["machine"]["commit"] = "abc1234+changes"
+    assert "bcast 0.1.0 (commit abc1234+changes), numpy 2." in R.render_markdown(data, None, None)
+
+
+def test_the_source_commit_is_git_head_with_a_mark_for_changes() -> None:
+    found = H.source_commit()
+    if not (BENCH.parent / ".git").exists():  # an unpacked sdist: nothing to name
+        assert found is None
+        return
+    head = subprocess.run(
+        ["git", "-C", str(BENCH.parent), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert found in (head, head + "+changes")
 
 
 def test_shapes_records_get_ratio_to_fastest_within_case() -> None:
