@@ -150,7 +150,7 @@ def float16_kernel(name: str | None) -> bool:
     fast as float32's, so the tiny fast path of `bcast.ops` leaves float16 to them. Where
     numba's CPU turns out to have no half conversions, its float16 stays on NumPy's path.
 
-    >>> float16_kernel("add") == enabled(), float16_kernel("pow"), float16_kernel(None)
+    >>> float16_kernel("add") == enabled(), float16_kernel("where"), float16_kernel(None)
     (True, False, False)
     """
     if name is None or OPERATIONS.get(name) not in HALF_RULES:  # copy, Where: bits, not slow

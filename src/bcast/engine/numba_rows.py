@@ -141,7 +141,10 @@ def _fix_overload(
     """After a row: Pow recomputes its special elements with powf; other operations: nothing."""
     if not isinstance(op, types.IntegerLiteral):
         return None
-    if NAMES[op.literal_value] != "pow":
+    name = NAMES[op.literal_value]
+    if name == "pow/float16":
+        return _recompute_halves
+    if name != "pow":
 
         def nothing(
             op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any
@@ -193,6 +196,36 @@ def _narrow(typingctx: Any, value: Any) -> Any:
         return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
 
     return types.uint16(value), codegen
+
+
+def _recompute_halves(
+    op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any
+) -> None:
+    """float16 Pow's `_fix`: its special elements (widened to float32) recomputed with powf.
+
+    The widening quiets a signaling NaN, and powf answers 1 for ``1 ** qNaN`` and
+    ``qNaN ** 0``; NumPy widens in software, keeps it signaling, and powf answers NaN
+    (onnxruntime too). So a signaling NaN operand makes the result a NaN here as well.
+    """
+    xv, yv = load(x, xo), load(y, yo)
+    special = False
+    for c in range(n):  # a reduction: vectorised
+        base = _widen(_pick(kind, 1, xv, x, xo + c))
+        special |= pow_special(base, _widen(_pick(kind, 2, yv, y, yo + c)))
+    if special:
+        for c in range(n):
+            xb, yb = _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c)
+            base, exponent = _widen(xb), _widen(yb)
+            if _signaling(xb) or _signaling(yb):
+                save(o, oo + c, _narrow(base + exponent))  # the NaN's, quiet
+            elif pow_special(base, exponent):
+                save(o, oo + c, _narrow(base**exponent))  # powf, then half: NumPy's float16
+
+
+@njit(inline="always")
+def _signaling(bits: Any) -> Any:
+    """Tell whether a half-precision float's bits are a signaling NaN's (quiet bit clear)."""
+    return (bits & 0x7E00) == 0x7C00 and (bits & 0x01FF) != 0
 
 
 @intrinsic

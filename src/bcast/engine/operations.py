@@ -25,7 +25,7 @@ __all__ = [
 NUMERIC: Final = frozenset("?bBhHiIlLqQfd")  # numba's scalar types, by dtype.char
 FLOAT: Final = frozenset("fd")
 HALF: Final = "e"  # float16: read as its bits, computed in float32 (numba_rows.HALVES)
-HALF_RULES: Final = ("same", "float", "compare")  # the rules whose operations take float16
+HALF_RULES: Final = ("same", "float", "float32", "compare")  # rules whose operations take it
 BITS: Final = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -48,7 +48,9 @@ OPERATIONS: Final[dict[str, str]] = {
 operands must be:
 
 - ``same``: every operand and the output of one numeric dtype; ``float``: likewise, floating;
-  ``float32``: likewise, float32 (Pow: within a unit in the last place of NumPy's powf);
+  ``float32``: likewise, float32 or float16 (Pow: within a unit in the last place of NumPy's
+  powf; float16 rounds that float32 result to half precision, as NumPy's float16 power
+  rounds powf's);
 - ``compare``: two operands of one numeric dtype, a bool output; ``bool``: booleans only;
 - ``bits``: moved bit for bit, operands viewed as unsigned integers of the output's width
   (Where's condition stays bool; its select is bit arithmetic).
@@ -62,10 +64,11 @@ def numpy_power_vectorised() -> bool:
     NumPy reports which of its compiled loops each ufunc runs on this CPU
     (``numpy.lib.introspect.opt_func_info``, NumPy 2). Its float32 power has a vector loop
     (SVML) for AVX-512 CPUs, and elsewhere calls the C library's ``powf`` per element. On
-    the 2-core AVX-512 Xeon of ``docs/benchmarks-xeon.md``, NumPy's vector loop on the
+    the 2-core AVX-512 Xeon of ``docs/benchmarks.md``, NumPy's vector loop on the
     engine's two threads took 32 ms for (64,1024,1024) ** (1024,) and the compiled
     polynomial 82 ms, so where NumPy has one, float32 Pow is not compiled (`accepts`). A
-    NumPy without the report counts as having none.
+    NumPy without the report counts as having none. Its float16 power has no vector loop
+    (each element goes through powf), so float16 Pow is compiled everywhere.
 
     >>> isinstance(numpy_power_vectorised(), bool)
     True
@@ -116,5 +119,5 @@ def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
         return bool(out.dtype == dtypes[0] == np.bool_)
     if out.dtype != dtypes[0]:
         return False
-    allowed = {"float": FLOAT | {HALF}, "float32": {"f"}}.get(rule, NUMERIC - {"?"} | {HALF})
-    return char in allowed and not (name == "pow" and numpy_power_vectorised())
+    allowed = {"float": FLOAT | {HALF}, "float32": {"f", HALF}}.get(rule, NUMERIC - {"?"} | {HALF})
+    return char in allowed and not (name == "pow" and char == "f" and numpy_power_vectorised())

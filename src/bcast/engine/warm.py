@@ -11,12 +11,12 @@ a kernel compiles::
     python -m bcast.engine.warm --list          # what there is to compile
 
 An operation NumPy computes faster on this machine has no kernel (float32 Pow where NumPy's
-own power is vector code: AVX-512). The entry that replays a call site in one compiled call
-(`bcast.engine.numba_entry`) is not compiled here: there is one per itemsizes and ranks of
-the arrays, too many to compile up front; each compiles on its first use (about 1 s, in the
-background: meanwhile Python prepares each walk, with the walker compiled here). numba's
-cache is per machine (it holds code for this CPU) and per environment (``NUMBA_CACHE_DIR``
-moves it).
+own float32 power is vector code: AVX-512; float16 Pow is compiled everywhere). The entry
+that replays a call site in one compiled call (`bcast.engine.numba_entry`) is not compiled
+here: there is one per itemsizes and ranks of the arrays, too many to compile up front;
+each compiles on its first use (about 1 s, in the background: meanwhile Python prepares
+each walk, with the walker compiled here). numba's cache is per machine (it holds code for
+this CPU) and per environment (``NUMBA_CACHE_DIR`` moves it).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from bcast.engine import compiled
+from bcast.engine import compiled, operations
 
 __all__ = ["main"]
 
@@ -53,9 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"unknown operation(s) {', '.join(unknown)}; known: {known}", file=sys.stderr)
         return 2
     kernels = compiled.signatures(names)
-    for name in sorted(set(names or ()) - {name for name, _ in kernels}):
-        why = " (NumPy's own float32 power is vector code on this CPU)" if name == "pow" else ""
-        print(f"{name}: no kernel to compile on this machine, NumPy computes it{why}")
+    if "pow" in (names or ()) and operations.numpy_power_vectorised():
+        print("pow: no float32 kernel on this machine, NumPy computes it (its own float32")
+        print("     power is vector code on this CPU)")
     if args.list:
         for name, dtypes in kernels:
             print(f"{name}({','.join(str(d) for d in dtypes)})")
