@@ -15,6 +15,7 @@ from numba import literally, njit, types
 from numba.extending import intrinsic, overload
 
 from bcast.engine.numba_entry import address, itemsize, load, save
+from bcast.engine.numba_halves import nan_over, narrow, signaling, widen
 from bcast.engine.numba_pow import pow_float32 as _pow
 from bcast.engine.numba_pow import pow_special
 from bcast.engine.operations import HALF_RULES, OPERATIONS
@@ -169,76 +170,28 @@ def _fix_overload(
     return recompute
 
 
-@intrinsic
-def _widen(typingctx: Any, bits: Any) -> Any:
-    """Read a half-precision float's 16 bits (uint16) as the float32 of the same value.
-
-    LLVM's own conversion (F16C's ``vcvtph2ps`` on x86; an instruction on AArch64): exact.
-    Where the CPU has none, LLVM calls a runtime function numba does not link, and the code
-    crashes: `bcast.engine.numba_kernels.HALF` tells whether it may be compiled.
-    """
-    if bits != types.uint16:
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
-
-    return types.float32(bits), codegen
-
-
-@intrinsic
-def _narrow(typingctx: Any, value: Any) -> Any:
-    """Round a float32 to the nearest half-precision float (ties to even); its 16 bits."""
-    if value != types.float32:
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
-
-    return types.uint16(value), codegen
-
-
 def _recompute_halves(
     op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any
 ) -> None:
     """float16 Pow's `_fix`: its special elements (widened to float32) recomputed with powf.
 
     The widening quiets a signaling NaN, and powf answers 1 for ``1 ** qNaN`` and
-    ``qNaN ** 0``; NumPy widens in software, keeps it signaling, and powf answers NaN
-    (onnxruntime too). So a signaling NaN operand makes the result a NaN here as well.
+    ``qNaN ** 0``; NumPy widens in software, keeps it signaling, and powf answers NaN (the
+    ONNX reference too). So a signaling NaN operand makes the result a NaN here as well.
     """
     xv, yv = load(x, xo), load(y, yo)
     special = False
     for c in range(n):  # a reduction: vectorised
-        base = _widen(_pick(kind, 1, xv, x, xo + c))
-        special |= pow_special(base, _widen(_pick(kind, 2, yv, y, yo + c)))
+        base = widen(_pick(kind, 1, xv, x, xo + c))
+        special |= pow_special(base, widen(_pick(kind, 2, yv, y, yo + c)))
     if special:
         for c in range(n):
             xb, yb = _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c)
-            base, exponent = _widen(xb), _widen(yb)
-            if _signaling(xb) or _signaling(yb):
-                save(o, oo + c, _narrow(base + exponent))  # the NaN's, quiet
+            base, exponent = widen(xb), widen(yb)
+            if signaling(xb) or signaling(yb):
+                save(o, oo + c, narrow(base + exponent))  # the NaN's, quiet
             elif pow_special(base, exponent):
-                save(o, oo + c, _narrow(base**exponent))  # powf, then half: NumPy's float16
-
-
-@njit(inline="always")
-def _signaling(bits: Any) -> Any:
-    """Tell whether a half-precision float's bits are a signaling NaN's (quiet bit clear)."""
-    return (bits & 0x7E00) == 0x7C00 and (bits & 0x01FF) != 0
-
-
-@intrinsic
-def _nan_over(typingctx: Any, value: Any, other: Any) -> Any:
-    """Return ``other`` where it is a NaN, else ``value`` (float32; a select, not a branch)."""
-    if value != types.float32 or other != types.float32:
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        nan = builder.fcmp_unordered("uno", args[1], args[1])
-        return builder.select(nan, args[1], args[0])
-
-    return types.float32(value, other), codegen
+                save(o, oo + c, narrow(base**exponent))  # powf, then half: NumPy's float16
 
 
 def _on_halves(name: str) -> Any:
@@ -254,7 +207,7 @@ def _on_halves(name: str) -> Any:
     if OPERATIONS[name] == "compare":
 
         def compared(x: Any, y: Any, z: Any) -> Any:
-            return inner(_widen(x), _widen(y), z)
+            return inner(widen(x), widen(y), z)
 
         return compared
 
@@ -263,13 +216,13 @@ def _on_halves(name: str) -> Any:
         # return y's; LLVM orders the operands of a commutative one as it likes.
 
         def commuted(x: Any, y: Any, z: Any) -> Any:
-            right = _widen(y)  # y NaN: y + y (y * y) is y's NaN, quieted
-            return _narrow(inner(_nan_over(_widen(x), right), right, z))
+            right = widen(y)  # y NaN: y + y (y * y) is y's NaN, quieted
+            return narrow(inner(nan_over(widen(x), right), right, z))
 
         return commuted
 
     def computed(x: Any, y: Any, z: Any) -> Any:
-        return _narrow(inner(_widen(x), _widen(y), z))
+        return narrow(inner(widen(x), widen(y), z))
 
     return computed
 
