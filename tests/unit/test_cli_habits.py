@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -177,6 +178,46 @@ def test_check_text_fits_the_width_and_never_splits_a_token(broken: str, width: 
     assert all(len(line) <= width for line in prose if broken not in line)
     for token in ("[batch,seq,64]", "[seq,32]", "residual_add", "error[incompatible]"):
         assert any(token in line for line in out), token
+
+
+@pytest.fixture(scope="module")
+def gpt2_verified() -> tuple[str, dict[str, Any]]:
+    path = str(Path(__file__).resolve().parents[1] / "fixtures" / "real" / "gpt2_torchscript.onnx")
+    result = run("verify", path, "--dim", "batch=2", "--dim", "seq=8", "--json")
+    assert result.exit_code == 0, result.output
+    return path, json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_verify_text_fits_the_width_and_never_splits_a_name_or_a_shape(
+    gpt2_verified: tuple[str, dict[str, Any]], width: int
+) -> None:
+    # gpt2's table needs about 150 columns; narrower, it would fold names and shapes
+    # ("[1,1,64,6" / "4]"), so each node gets a block of lines instead
+    path, report = gpt2_verified
+    result = run("verify", path, "--dim", "batch=2", "--dim", "seq=8", env={"COLUMNS": str(width)})
+    assert result.exit_code == 0
+    out = result.stdout.splitlines()
+    items = [f"{i['name']} {i['shape']}" for node in report["nodes"] for i in node["inputs"]]
+    for item in items:  # every input name with its shape, whole on one line
+        assert any(item in line for line in out), item
+    for node in report["nodes"]:
+        result_text = f"{node['results']['bcast']['shape']} {node['results']['bcast']['dtype']}"
+        assert any(line.startswith(f"{node['node']} ({node['op']})") for line in out)
+        assert any(result_text in line for line in out), result_text
+    for line in out:
+        assert line == line.rstrip(), f"trailing spaces: {line!r}"
+        assert len(line) <= width or any(len(i) > width - 14 and i in line for i in items), line
+    assert out[-1] == "every runtime agrees with bcast"
+
+
+def test_verify_text_is_a_table_where_it_fits(gpt2_verified: tuple[str, dict[str, Any]]) -> None:
+    path, report = gpt2_verified
+    result = run("verify", path, "--dim", "batch=2", "--dim", "seq=8", env={"COLUMNS": "240"})
+    out = result.stdout.splitlines()
+    header = next(line for line in out if line.startswith("node "))
+    assert header.split() == ["node", "op", "inputs", "bcast", "onnxruntime", "openvino"]
+    assert len(out) < 3 * len(report["nodes"])  # a row per node (two lines: two inputs)
 
 
 @pytest.mark.parametrize("width", [60, 80])

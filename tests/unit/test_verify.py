@@ -33,8 +33,8 @@ ENV = {"COLUMNS": "100", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 VERIFY_SCHEMA = load_schema("verify")  # the schema shipped in the package
 
 
-def run(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), env=ENV, catch_exceptions=False)
+def run(*args: str, env: dict[str, str | None] | None = None) -> Result:
+    return CliRunner().invoke(main, list(args), env={**ENV, **(env or {})}, catch_exceptions=False)
 
 
 def verify_json(*args: str) -> tuple[int, dict]:
@@ -176,6 +176,22 @@ def test_terminal_output_names_the_disagreement(tmp_path):
     assert "1 disagreement found" in result.stdout
     assert "\x1b[" not in result.stdout
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize("width", [40, 60])
+def test_a_narrow_terminal_gets_the_disagreement_in_a_block_of_whole_words(tmp_path, width):
+    path = _prelu(tmp_path / "wide.onnx", [3], np.full((2, 3), 0.25))
+    data = json.loads(run("verify", path, "--runtime", "onnxruntime", "--json").stdout)
+    detail = data["nodes"][0]["comparisons"]["onnxruntime"]["detail"]
+    result = run("verify", path, "--runtime", "onnxruntime", env={"COLUMNS": str(width)})
+    assert result.exit_code == 1
+    out = result.stdout.splitlines()
+    assert "prelu (PRelu)" in out
+    start = next(k for k, line in enumerate(out) if line.startswith("    ≠ onnxruntime:"))
+    shown = " ".join(line.strip() for line in out[start:] if line.startswith("    "))
+    assert shown.startswith(f"≠ onnxruntime: {detail}")  # all of it, wrapped between words
+    assert all(len(line) <= width for line in out[1:]), out  # the path may be longer
+    assert out[-1] == "1 disagreement found"
 
 
 @pytest.mark.parametrize("runtime", ["tensorflow", ""])

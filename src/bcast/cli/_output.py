@@ -50,6 +50,7 @@ __all__ = [
     "export_recording",
     "fail_usage",
     "load_schema",
+    "pack",
     "print_trimmed",
     "print_unclipped",
     "recording_console",
@@ -171,6 +172,30 @@ def print_trimmed(console: Console, renderable: RenderableType) -> None:
         console.print(renderable)
     text = "".join(_TRAILING.sub(r"\1", line) + "\n" for line in captured.get().splitlines())
     console.file.write(text)
+
+
+def pack(
+    items: Sequence[str], width: int, *, first: str, sep: str, indent: str | None = None
+) -> list[str]:
+    """Lay ``items`` out in lines of at most ``width``, never splitting one.
+
+    Lines after the first start with ``indent`` (default: as wide as ``first``).
+
+    >>> pack(["X [2,3]", "slope [3,1]"], 20, first="inputs: ", sep="; ")
+    ['inputs: X [2,3];', '        slope [3,1]']
+    """
+    lines: list[str] = []
+    current = first
+    indent = " " * len(first) if indent is None else indent
+    for k, item in enumerate(items):
+        piece = item + (sep.rstrip() if k < len(items) - 1 else "")
+        if k and len(current) + 1 + len(piece) > width:  # a line holds one item at least
+            lines.append(current)
+            current = indent + piece
+        else:
+            current += ("" if current.endswith(" ") else " ") + piece
+    lines.append(current)
+    return lines
 
 
 # -- JSON ----------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from ._output import (
     emit_json,
     error_json,
     exit_with,
+    pack,
     stderr_console,
     stdout_console,
 )
@@ -319,7 +320,7 @@ def _render_finding(
         where.append(finding.mode)
     if finding.axis is not None:
         where.append(f"axis {finding.axis}")
-    for k, line in enumerate(_pack(where, width - 2, first=label + " ", sep=", ", indent="  ")):
+    for k, line in enumerate(pack(where, width - 2, first=label + " ", sep=", ", indent="  ")):
         text = Text("  " if k == 0 else "    ")
         if k == 0:
             text.append(label, style=_STYLE[finding.severity])
@@ -333,7 +334,7 @@ def _render_finding(
         items = [
             readable(f"{name or '-'} {shape}", expressions or {}) for name, shape in finding.inputs
         ]
-        for line in _pack(items, width - 4, first="inputs: ", sep="; "):
+        for line in pack(items, width - 4, first="inputs: ", sep="; "):
             _say(console, Text("    " + line))
     for line in textwrap.wrap(
         finding.reason, width - 4, break_long_words=False, break_on_hyphens=False
@@ -341,30 +342,6 @@ def _render_finding(
         _say(console, Text("    " + line))
     for row in finding.picture:
         _say(console, Text(("      " + row).rstrip(), style="dim"))
-
-
-def _pack(
-    items: Sequence[str], width: int, *, first: str, sep: str, indent: str | None = None
-) -> list[str]:
-    """Lay ``items`` out in lines of at most ``width``, never splitting one.
-
-    Lines after the first start with ``indent`` (default: as wide as ``first``).
-
-    >>> _pack(["X [2,3]", "slope [3,1]"], 20, first="inputs: ", sep="; ")
-    ['inputs: X [2,3];', '        slope [3,1]']
-    """
-    lines: list[str] = []
-    current = first
-    indent = " " * len(first) if indent is None else indent
-    for k, item in enumerate(items):
-        piece = item + (sep.rstrip() if k < len(items) - 1 else "")
-        if k and len(current) + 1 + len(piece) > width:  # a line holds one item at least
-            lines.append(current)
-            current = indent + piece
-        else:
-            current += ("" if current.endswith(" ") else " ") + piece
-    lines.append(current)
-    return lines
 
 
 def _render_summary(console: Console, summary: dict[str, int]) -> None:
@@ -376,7 +353,7 @@ def _render_summary(console: Console, summary: dict[str, int]) -> None:
     ]
     if summary["unreadable"]:
         parts.append((f"{summary['unreadable']} unreadable", "bold red"))
-    lines = _pack(
+    lines = pack(
         [t for t, _ in parts], max(console.width, 40), first=head + " ", sep=", ", indent="  "
     )
     for k, line in enumerate(lines):

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -40,13 +42,14 @@ from ._output import (
     error_json,
     exit_with,
     fail_usage,
+    pack,
     print_trimmed,
     stderr_console,
     stdout_console,
 )
 
 if TYPE_CHECKING:
-    from bcast.models.verification import Verification
+    from bcast.models.verification import NodeRun, Verification
 
 __all__ = ["RUNTIMES", "verify", "verify_skeleton"]
 
@@ -222,15 +225,30 @@ def _progress(model: str, *, show: bool) -> Iterator[None]:
 
 
 def _render_verify(console: Console, outcome: Verification) -> None:
-    head = Text()
-    head.append(outcome.path, style="bold")
-    head.append(
-        f"  ({plural(len(outcome.nodes), 'broadcasting node')} run in "
+    status = (
+        f"({plural(len(outcome.nodes), 'broadcasting node')} run in "
         f"{', '.join(outcome.runtimes) or 'no runtime'}; seed {outcome.seed})"
     )
-    console.print(head)
+    if len(outcome.path) + 2 + len(status) <= console.width:
+        console.print(Text.assemble((outcome.path, "bold"), "  ", status), soft_wrap=True)
+    else:  # the path alone, then the status wrapped between words
+        console.print(Text(outcome.path, style="bold"), soft_wrap=True)
+        for line in textwrap.wrap(status, max(console.width, 40) - 2, break_long_words=False):
+            console.print(Text("  " + line), soft_wrap=True)
     for note in outcome.notes:
         console.print(Text(f"  note: {note}", style="cyan"))
+    table = _table(outcome)
+    unbounded = console.options.update_width(1 << 20)  # its natural width, not the console's
+    if outcome.nodes and Measurement.get(console, unbounded, table).maximum <= console.width:
+        print_trimmed(console, table)
+    else:  # the table would fold names and shapes: a block per node instead
+        for node in outcome.nodes:
+            _render_block(console, node, outcome.runtimes)
+    _render_outcome(console, outcome)
+
+
+def _table(outcome: Verification) -> Table:
+    """Lay the nodes out as a table: a row per node, a column per runtime."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("node", overflow="fold")
     table.add_column("op", no_wrap=True)
@@ -252,8 +270,48 @@ def _render_verify(console: Console, outcome: Verification) -> None:
                 text = Text(f"{text.plain}\n≠ {comparison.detail}", style="bold red")
             cells.append(text)
         table.add_row(*cells)
-    if outcome.nodes:
-        print_trimmed(console, table)
+    return table
+
+
+def _render_block(console: Console, node: NodeRun, runtimes: Sequence[str]) -> None:
+    """One node in lines of at most the console's width, a name or a shape never split."""
+    width = max(console.width, 40)
+    head = [f"{node.node} ({node.op})"] + ([node.attributes()] if node.mode else [])
+    for k, line in enumerate(pack(head, width, first="", sep=", ", indent="  ")):
+        console.print(Text(line.lstrip() if k == 0 else line, style="bold"), soft_wrap=True)
+    items = [f"{name} {shape}" for name, shape in node.inputs]
+    for line in pack(items, width - 4, first="inputs: ", sep="; "):
+        console.print(Text("    " + line), soft_wrap=True)
+    texts = {"bcast": node.results["bcast"].text()}
+    texts.update({name: r.text() for name in runtimes if (r := node.results.get(name))})
+    if len(set(texts.values())) == 1:  # the usual case: one result, every runtime's
+        _say(console, f"results: {texts['bcast']} ({', '.join(texts)})", width, subsequent="  ")
+    else:
+        for name, text in texts.items():
+            _say(console, f"{name}: {text}", width)
+    for name in runtimes:
+        comparison = node.comparisons.get(name)
+        if comparison is None or (comparison.agree and not comparison.harness):
+            continue
+        mark, style = ("!", "bold magenta") if comparison.harness else ("≠", "bold red")
+        _say(console, f"{mark} {name}: {comparison.detail}", width, style=style)
+
+
+def _say(console: Console, text: str, width: int, style: str = "", subsequent: str = "") -> None:
+    """Print ``text`` indented by 4, wrapped between words within ``width``."""
+    lines = textwrap.wrap(
+        text,
+        width - 4,
+        break_long_words=False,
+        break_on_hyphens=False,
+        subsequent_indent="  " + subsequent,
+    )
+    for line in lines:
+        console.print(Text("    " + line, style=style), soft_wrap=True)
+
+
+def _render_outcome(console: Console, outcome: Verification) -> None:
+    """Print the closing line: disagreements, harness errors, or that all runtimes agree."""
     skipped = f"; {len(outcome.skipped)} skipped (see the notes)" if outcome.skipped else ""
     if outcome.harness_errors:
         line = (
