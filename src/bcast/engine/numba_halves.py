@@ -10,9 +10,9 @@ from typing import Any
 
 import llvmlite.ir as ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
-__all__ = ["nan_over", "narrow", "signaling", "widen"]
+__all__ = ["nan_over", "narrow", "signaling", "signals", "stored", "widen", "widened"]
 
 
 @intrinsic
@@ -61,3 +61,67 @@ def nan_over(typingctx: Any, value: Any, other: Any) -> Any:
         return builder.select(nan, args[1], args[0])
 
     return types.float32(value, other), codegen
+
+
+# The same code for float32 and float16 operands (float16 Pow's recomputed elements): each of
+# these is the identity, or False, on anything but float16's bits (uint16).
+
+
+def widened(value: Any) -> Any:
+    """Return a float16's bits widened (`widen`); any other value as it is."""
+    raise NotImplementedError  # compiled code only: see the overload below
+
+
+@overload(widened, inline="always")
+def _widened_overload(value: Any) -> Any:
+    if value == types.uint16:
+
+        def wide(value: Any) -> Any:
+            return widen(value)
+
+        return wide
+
+    def same(value: Any) -> Any:
+        return value
+
+    return same
+
+
+def signals(value: Any) -> Any:
+    """Tell whether a float16's bits are a signaling NaN's (`signaling`); False otherwise."""
+    raise NotImplementedError  # compiled code only: see the overload below
+
+
+@overload(signals, inline="always")
+def _signals_overload(value: Any) -> Any:
+    if value == types.uint16:
+
+        def signal(value: Any) -> Any:
+            return signaling(value)
+
+        return signal
+
+    def never(value: Any) -> Any:
+        return False
+
+    return never
+
+
+def stored(data: Any, value: Any) -> Any:
+    """Return float32 ``value`` rounded to float16's bits where ``data`` holds them."""
+    raise NotImplementedError  # compiled code only: see the overload below
+
+
+@overload(stored, inline="always")
+def _stored_overload(data: Any, value: Any) -> Any:
+    if isinstance(data, types.CPointer) and data.dtype == types.uint16:
+
+        def rounded(data: Any, value: Any) -> Any:
+            return narrow(value)
+
+        return rounded
+
+    def unchanged(data: Any, value: Any) -> Any:
+        return value
+
+    return unchanged

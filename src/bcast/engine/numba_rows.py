@@ -15,7 +15,7 @@ from numba import literally, njit, types
 from numba.extending import intrinsic, overload
 
 from bcast.engine.numba_entry import address, itemsize, load, save
-from bcast.engine.numba_halves import nan_over, narrow, signaling, widen
+from bcast.engine.numba_halves import nan_over, narrow, signals, stored, widen, widened
 from bcast.engine.numba_pow import pow_float32 as _pow
 from bcast.engine.numba_pow import pow_special
 from bcast.engine.operations import HALF_RULES, OPERATIONS
@@ -142,10 +142,7 @@ def _fix_overload(
     """After a row: Pow recomputes its special elements with powf; other operations: nothing."""
     if not isinstance(op, types.IntegerLiteral):
         return None
-    name = NAMES[op.literal_value]
-    if name == "pow/float16":
-        return _recompute_halves
-    if name != "pow":
+    if NAMES[op.literal_value] not in ("pow", "pow/float16"):
 
         def nothing(
             op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any
@@ -157,41 +154,25 @@ def _fix_overload(
     def recompute(
         op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any
     ) -> None:
+        # float16 (bits) is widened to float32 first and rounded back (`numba_halves`). The
+        # widening quiets a signaling NaN, and powf answers 1 for 1 ** qNaN and qNaN ** 0;
+        # NumPy widens in software, keeps it signaling, and powf answers NaN (the ONNX
+        # reference too): a signaling NaN operand gives a NaN here as well.
         xv, yv = load(x, xo), load(y, yo)
         special = False
         for c in range(n):  # a reduction: vectorised
-            special |= pow_special(_pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c))
+            base = widened(_pick(kind, 1, xv, x, xo + c))
+            special |= pow_special(base, widened(_pick(kind, 2, yv, y, yo + c)))
         if special:
             for c in range(n):
-                base, exponent = _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c)
-                if pow_special(base, exponent):
-                    save(o, oo + c, base**exponent)  # powf, as NumPy's float32 power
+                xb, yb = _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c)
+                base, exponent = widened(xb), widened(yb)
+                if signals(xb) or signals(yb):
+                    save(o, oo + c, stored(o, base + exponent))  # the NaN's, quiet
+                elif pow_special(base, exponent):
+                    save(o, oo + c, stored(o, base**exponent))  # powf, as NumPy's power
 
     return recompute
-
-
-def _recompute_halves(
-    op: Any, kind: Any, o: Any, oo: Any, x: Any, xo: Any, y: Any, yo: Any, n: Any
-) -> None:
-    """float16 Pow's `_fix`: its special elements (widened to float32) recomputed with powf.
-
-    The widening quiets a signaling NaN, and powf answers 1 for ``1 ** qNaN`` and
-    ``qNaN ** 0``; NumPy widens in software, keeps it signaling, and powf answers NaN (the
-    ONNX reference too). So a signaling NaN operand makes the result a NaN here as well.
-    """
-    xv, yv = load(x, xo), load(y, yo)
-    special = False
-    for c in range(n):  # a reduction: vectorised
-        base = widen(_pick(kind, 1, xv, x, xo + c))
-        special |= pow_special(base, widen(_pick(kind, 2, yv, y, yo + c)))
-    if special:
-        for c in range(n):
-            xb, yb = _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c)
-            base, exponent = widen(xb), widen(yb)
-            if signaling(xb) or signaling(yb):
-                save(o, oo + c, narrow(base + exponent))  # the NaN's, quiet
-            elif pow_special(base, exponent):
-                save(o, oo + c, narrow(base**exponent))  # powf, then half: NumPy's float16
 
 
 def _on_halves(name: str) -> Any:
