@@ -47,7 +47,7 @@ def narrow(typingctx: Any, value: Any) -> Any:
 @njit(inline="always")
 def signaling(bits: Any) -> Any:
     """Tell whether a half-precision float's bits are a signaling NaN's (quiet bit clear)."""
-    return (bits & 0x7E00) == 0x7C00 and (bits & 0x01FF) != 0
+    return ((bits & 0x7E00) == 0x7C00) & ((bits & 0x01FF) != 0)  # no branch: inlined anywhere
 
 
 @intrinsic

@@ -167,7 +167,7 @@ def _fix_overload(
             for c in range(n):
                 xb, yb = _pick(kind, 1, xv, x, xo + c), _pick(kind, 2, yv, y, yo + c)
                 base, exponent = widened(xb), widened(yb)
-                if signals(xb) or signals(yb):
+                if signals(xb) | signals(yb):
                     save(o, oo + c, stored(o, base + exponent))  # the NaN's, quiet
                 elif pow_special(base, exponent):
                     save(o, oo + c, stored(o, base**exponent))  # powf, as NumPy's power
