@@ -370,3 +370,24 @@ def test_mixed_libraries_are_a_type_error() -> None:
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError):
         bcast.broadcast_arrays(np.ones(3), torch.ones(3))
+
+
+@pytest.mark.parametrize("numpy_first", [True, False], ids=["numpy-torch", "torch-numpy"])
+def test_an_operator_on_torch_and_numpy_names_both_libraries(numpy_first: bool) -> None:
+    torch = pytest.importorskip("torch")
+    operands = (np.ones(3), torch.ones(3)) if numpy_first else (torch.ones(3), np.ones(3))
+    with pytest.raises(TypeError, match="different array libraries") as excinfo:
+        bcast.ops.add(*operands)
+    message = str(excinfo.value)
+    assert "torch" in message and "numpy" in message
+    assert "site-packages" not in message and "namespaces" not in message
+
+
+def test_dask_with_torch_is_a_type_error_naming_both_while_dask_with_numpy_runs() -> None:
+    torch = pytest.importorskip("torch")
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(TypeError, match="different array libraries") as excinfo:
+        bcast.ops.add(da.ones(3, chunks=2), torch.ones(3))
+    assert "dask" in str(excinfo.value) and "torch" in str(excinfo.value)
+    # NumPy operands join Dask ones (documented): no error there.
+    np.testing.assert_array_equal(bcast.ops.add(da.ones(3, chunks=2), np.ones(3)).compute(), 2.0)

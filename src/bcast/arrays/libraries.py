@@ -70,7 +70,7 @@ def library_of(*arrays: object) -> Library:
     """Return the library of the operands: `NUMPY`, or their array-API namespace.
 
     Raises TypeError for an operand that is not an array, and for operands of different
-    libraries (from `array_api_compat.array_namespace`); NumPy operands may join Dask ones.
+    libraries (naming both); NumPy operands may join Dask ones.
     """
     np = sys.modules.get("numpy")
     if np is not None and all(isinstance(x, np.ndarray) for x in arrays):
@@ -85,8 +85,36 @@ def library_of(*arrays: object) -> Library:
         and all(is_dask(x) or isinstance(x, (np.ndarray, np.generic)) for x in arrays)
     ):
         return Library(array_namespace(*(x for x in arrays if is_dask(x))), dask=True)
-    xp = array_namespace(*arrays)
+    try:
+        xp = array_namespace(*arrays)
+    except TypeError:
+        _mixed_libraries(arrays, array_namespace)
+        raise
     return Library(xp, dask=getattr(xp, "__name__", None) == _DASK_NAMESPACE)
+
+
+def _mixed_libraries(arrays: Sequence[object], array_namespace: Callable[..., Any]) -> None:
+    """Raise bcast's TypeError when the operands are arrays of different libraries.
+
+    array-api-compat says "Multiple namespaces for array inputs" with the modules' file
+    paths; the user wants the two libraries named, and what to do. Returns when each
+    operand alone has one namespace and they are the same (the error was another one).
+    """
+    seen: dict[str, tuple[int, str]] = {}
+    for index, x in enumerate(arrays):
+        try:
+            name = str(getattr(array_namespace(x), "__name__", "?"))
+        except TypeError:
+            return
+        library = name.removeprefix("array_api_compat.").removesuffix(".array")
+        seen.setdefault(library, (index, f"{type(x).__module__}.{type(x).__qualname__}"))
+    if len(seen) < 2:
+        return
+    said = [f"{lib} (operand {i}: {kind})" for lib, (i, kind) in seen.items()]
+    raise TypeError(
+        f"operands of different array libraries: {' and '.join(said)}; "
+        "bcast does not convert between them: make them arrays of one library first"
+    ) from None
 
 
 def _array_api_compat(arrays: Sequence[object]) -> Any:
