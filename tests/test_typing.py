@@ -86,3 +86,32 @@ def test_a_misspelt_mode_is_a_type_error(tmp_path: Path) -> None:
     assert 'bad.py:5: error: Argument "mode" to "broadcast_shapes" has incompatible type' in out
     assert "Literal['nmupy']" in out
     assert 'bad.py:6: error: Argument "broadcast" to "add" has incompatible type' in out
+
+
+SHAPES = """\
+import numpy as np
+import numpy.typing as npt
+import torch
+
+import bcast
+
+shape = bcast.broadcast_shapes((2, 1), (3,))
+a: npt.NDArray[np.float64] = np.zeros(shape)
+b: npt.NDArray[np.float32] = np.ones(shape, dtype=np.float32)
+c = np.empty(bcast.Shape.parse("[4,5]"))
+t: torch.Tensor = torch.zeros(shape.to_tuple())
+first: int = int(shape[0])
+for dim in shape:
+    reveal_type(dim)
+"""
+
+
+@pytest.mark.slow
+def test_a_static_shape_is_a_shape_to_numpy_and_torch_under_mypy_strict(tmp_path: Path) -> None:
+    # The README's idiom: np.zeros(bcast.broadcast_shapes(...)). NumPy's stubs take a
+    # SupportsIndex or a Sequence[SupportsIndex]; Shape must be the second.
+    pytest.importorskip("torch")
+    code, out = mypy(tmp_path, "shapes.py", SHAPES)
+    assert "error" not in out, out
+    assert code == 0, out
+    assert 'Revealed type is "bcast.core.dim.Dim"' in out, out

@@ -18,8 +18,13 @@ __all__ = ["Shape", "ShapeLike", "as_shape", "informative", "more_named", "more_
 
 
 @dataclass(frozen=True, slots=True, init=False, eq=False)
-class Shape:
+class Shape(Sequence[Dim]):
     """An immutable, hashable shape: a sequence of `Dim`, or unknown rank.
+
+    A `collections.abc.Sequence` of `Dim`, and `Dim` is an index (``__index__``) when it is
+    static: a static shape is what NumPy takes as a shape, to the type checker as well
+    (``np.zeros(shape)``); `to_tuple` gives the ints for libraries that want a tuple
+    (``torch.zeros(shape.to_tuple())``).
 
     Parameters
     ----------
@@ -44,6 +49,9 @@ class Shape:
     True
     >>> str(bcast.Shape([None, "N", 4])), bcast.Shape.dynamic().rank is None
     ('[?,N,4]', True)
+    >>> import numpy as np
+    >>> np.zeros(bcast.Shape((2, 3))).shape
+    (2, 3)
     """
 
     dims: tuple[Dim, ...]
