@@ -25,6 +25,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.numpy_support import from_dtype
 
+from bcast.engine import numba_cache  # noqa: F401  (before any cache=True kernel)
 from bcast.engine.numba_team import fetch_add
 from bcast.engine.runner import HEAD, READY, WALKED
 

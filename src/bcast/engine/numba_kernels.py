@@ -23,6 +23,7 @@ from numba.core import cgutils, config
 from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 
+from bcast.engine import numba_cache  # noqa: F401  (before any cache=True kernel)
 from bcast.engine.numba_entry import (
     compile_entry,
     itemsize,

@@ -14,6 +14,7 @@ import numpy as np
 from numba import literally, njit, types
 from numba.extending import intrinsic, overload
 
+from bcast.engine import numba_cache  # noqa: F401  (before any cache=True kernel)
 from bcast.engine.numba_entry import address, itemsize, load, save
 from bcast.engine.numba_halves import nan_over, narrow, signals, stored, widen, widened
 from bcast.engine.numba_pow import pow_float32 as _pow

@@ -24,6 +24,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from bcast.engine import numba_cache  # noqa: F401  (before any cache=True kernel)
+
 __all__ = ["ASLEEP", "BOX", "DONE", "LINE", "POKE", "TICKET", "fetch_add", "join", "post", "serve"]
 
 TICKET: Final = 0

@@ -1,0 +1,131 @@
+r"""Where numba keeps bcast's compiled kernels: one folder per user, machine and bcast version.
+
+numba's own default caches machine code beside the source (``__pycache__``) and names each
+entry by the file's absolute path: every clone, virtual environment or wheel install of the
+same bcast compiles everything again. bcast's kernels are cached instead under
+
+- ``$BCAST_CACHE_DIR/numba/<version>/`` when ``BCAST_CACHE_DIR`` is set;
+- else the user's cache folder: ``$XDG_CACHE_HOME/bcast`` (``~/.cache/bcast`` without it) on
+  Linux, ``~/Library/Caches/bcast`` on macOS, ``%LOCALAPPDATA%\bcast\Cache`` on Windows;
+
+with one sub-folder per engine module. An entry is valid for the module's exact source text
+(its SHA-256, not the file's path or time stamp: a fresh clone of the same commit loads what
+another clone compiled) and, as numba checks itself, for this CPU, this Python and this numba.
+Where the user set ``NUMBA_CACHE_DIR``, numba's own choice is left alone; where the folder
+cannot be written, numba's usual places are tried.
+
+`install` must run before the first ``@njit(cache=True)`` of the engine is decorated: every
+``numba_*`` module of the engine imports this module first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from numba.core import caching, config
+
+__all__ = ["cache_root", "install"]
+
+_ENGINE = Path(__file__).resolve().parent
+
+
+def cache_root(environ: dict[str, str] | None = None, platform: str = sys.platform) -> Path:
+    """Return the folder that holds bcast's caches (the numba kernels sit in ``numba/``).
+
+    >>> str(cache_root({"BCAST_CACHE_DIR": "/srv/cache"}))
+    '/srv/cache'
+    >>> str(cache_root({"XDG_CACHE_HOME": "/home/u/.cache"}, "linux"))
+    '/home/u/.cache/bcast'
+    """
+    env = os.environ if environ is None else environ
+    if env.get("BCAST_CACHE_DIR"):
+        return Path(env["BCAST_CACHE_DIR"])
+    home = Path(env.get("HOME") or Path.home())
+    if platform == "darwin":
+        return home / "Library" / "Caches" / "bcast"
+    if platform == "win32":
+        local = env.get("LOCALAPPDATA")
+        return Path(local) / "bcast" / "Cache" if local else home / "bcast" / "Cache"
+    xdg = env.get("XDG_CACHE_HOME")
+    return Path(xdg) / "bcast" if xdg else home / ".cache" / "bcast"
+
+
+@cache
+def _source_hash(path: str) -> str:
+    with open(path, "rb") as source:
+        return hashlib.sha256(source.read()).hexdigest()
+
+
+def _kernels_folder() -> Path:
+    try:
+        version = metadata.version("bcast")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        version = "source"
+    return cache_root() / "numba" / version
+
+
+class _EngineLocator(caching._CacheLocator):  # type: ignore[misc]
+    """numba's cache locator for the engine's own modules (any other function: not ours)."""
+
+    def __init__(self, py_func: Any, py_file: str) -> None:
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = str(_kernels_folder() / Path(py_file).stem)
+
+    def ensure_cache_path(self) -> None:
+        os.makedirs(self._cache_path, exist_ok=True)
+        tempfile.TemporaryFile(dir=self._cache_path).close()  # writable, or OSError
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def get_source_stamp(self) -> str:
+        return _source_hash(self._py_file)
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: str) -> _EngineLocator | None:
+        try:
+            ours = Path(py_file).resolve().parent == _ENGINE
+        except OSError:
+            return None
+        if not ours:
+            return None
+        locator = cls(py_func, py_file)
+        try:
+            locator.ensure_cache_path()
+        except OSError:  # not writable: numba's own locators have their turn
+            return None
+        return locator
+
+
+def install() -> bool:
+    """Put bcast's locator first in numba's list (once); False where numba's is kept.
+
+    numba's own choice is kept where the user set ``NUMBA_CACHE_DIR`` or
+    ``NUMBA_CACHE_LOCATOR_CLASSES``.
+
+    >>> install() in (True, False)
+    True
+    """
+    if config.CACHE_DIR or getattr(config, "CACHE_LOCATOR_CLASSES", None):
+        return False
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    classes = getattr(impl, "_locator_classes", None)  # numba >= 0.61: CacheImpl
+    if not isinstance(classes, list):  # a numba whose caching we do not know: its own places
+        return False
+    if _EngineLocator not in classes:
+        classes.insert(0, _EngineLocator)
+    return True
+
+
+install()
