@@ -12,13 +12,15 @@ Everything is built from the checker's `Report` values; nothing is decided here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from html import escape
 from typing import Any, Final
 
 import bcast
+from bcast.core.text import safe_text
 from bcast.models import Finding, Report, Severity
+
+from ._safe_output import safe_json
 
 __all__ = ["FORMATS", "github_annotations", "html_report", "sarif_log"]
 
@@ -64,6 +66,7 @@ def _findings(results: Results) -> Iterator[tuple[str, Finding | str]]:
 def sarif_log(results: Results) -> str:
     """Return the findings as a SARIF 2.1.0 log (one JSON document).
 
+    >>> import json
     >>> doc = json.loads(sarif_log([("m.onnx", "m.onnx: no such file")]))
     >>> doc["version"], doc["runs"][0]["results"][0]["ruleId"]
     ('2.1.0', 'unreadable')
@@ -108,7 +111,7 @@ def sarif_log(results: Results) -> str:
             }
         ],
     }
-    return json.dumps(log, indent=2, ensure_ascii=False)
+    return safe_json(log)
 
 
 def _sarif_result(path: str, item: Finding | str, rule_index: int) -> dict[str, Any]:
@@ -163,17 +166,17 @@ def github_annotations(results: Results) -> list[str]:
     r"""Return one GitHub Actions workflow command per finding (``::error file=...::...``).
 
     >>> github_annotations([("a,b.onnx", "a,b.onnx: no such file\nsecond line")])
-    ['::error file=a%2Cb.onnx,title=bcast unreadable::a,b.onnx: no such file%0Asecond line']
+    ['::error file=a%2Cb.onnx,title=bcast unreadable::a,b.onnx: no such file\\nsecond line']
     """
     lines = []
     for path, item in _findings(results):
         if isinstance(item, str):
-            level, title, message = "error", f"bcast {_UNREADABLE}", item
+            level, title, message = "error", f"bcast {_UNREADABLE}", safe_text(item)
         else:
             level = _GITHUB_LEVEL[item.severity]
-            title = f"bcast {item.kind}: {item.node} ({item.op})"
-            message = "\n".join([item.reason, *item.picture])
-        properties = f"file={_property(path)},title={_property(title)}"
+            title = safe_text(f"bcast {item.kind}: {item.node} ({item.op})")
+            message = "\n".join(safe_text(line) for line in [item.reason, *item.picture])
+        properties = f"file={_property(safe_text(path))},title={_property(title)}"
         lines.append(f"::{level} {properties}::{_data(message)}")
     return lines
 

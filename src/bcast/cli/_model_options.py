@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from bcast.core.dim import MAX_DIM
+from bcast.core.text import safe_text
 from bcast.models.isolation import DEFAULT_TIMEOUT, limits
 
 __all__ = [
@@ -24,8 +25,8 @@ __all__ = [
 
 
 def one_line(text: str) -> str:
-    """Fold a message onto one line of at most 300 characters."""
-    first = " ".join(text.split())
+    """Fold a message onto one line of at most 300 characters, made safe by `safe_text`."""
+    first = safe_text(" ".join(text.split()))
     return first if len(first) <= 300 else first[:297] + "..."
 
 

@@ -39,6 +39,8 @@ from rich.measure import Measurement
 
 from bcast.core.errors import BroadcastError
 
+from ._safe_output import guarded_streams, safe_json
+
 __all__ = [
     "SCHEMA_VERSION",
     "BcastGroup",
@@ -238,7 +240,7 @@ def emit_json(obj: Mapping[str, Any]) -> None:
         assert not root.meta.get(_JSON_EMITTED), "a command emitted two JSON objects"
         root.meta[_JSON_EMITTED] = True
     body = {"schema_version": SCHEMA_VERSION, **obj}
-    click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+    click.echo(safe_json(body))  # JSON's escapes for what a terminal or CI would act on
 
 
 def error_json(
@@ -425,6 +427,12 @@ class BcastGroup(click.Group):
         # Taken from sys.argv here, so that click does not glob-expand "[2,3]" on Windows.
         argv = list(sys.argv[1:] if args is None else args)
         _tolerant_streams()
+        with guarded_streams():  # no line a terminal or a CI log would act on
+            self._run(argv, prog_name, complete_var, **extra)
+
+    def _run(
+        self, argv: list[str], prog_name: str | None, complete_var: str | None, **extra: Any
+    ) -> NoReturn:
         try:
             code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
             sys.stdout.flush()

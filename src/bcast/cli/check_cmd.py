@@ -19,6 +19,7 @@ from rich.text import Text
 
 from bcast.core.conditions import readable
 from bcast.core.expressions import Expr
+from bcast.core.text import safe_text
 from bcast.loading import load_graph
 from bcast.models import (
     DEFAULT_MAX_ELEMENTS,
@@ -52,6 +53,7 @@ from ._output import (
     stdout_console,
 )
 from ._output import output_format as resolve_format
+from ._safe_output import write_commands
 
 __all__ = ["check", "check_skeleton"]
 
@@ -199,8 +201,7 @@ def check(
     elif fmt == "sarif":
         click.echo(sarif_log(results))
     elif fmt == "github":
-        for line in github_annotations(results):
-            click.echo(line)
+        write_commands(github_annotations(results))
     elif fmt == "html":
         click.echo(html_report(results, summary))
     elif len(results) > 1 or any(isinstance(r, Report) for _, r in results):
@@ -284,8 +285,9 @@ def _render_report(console: Console, graph: Graph, report: Report) -> None:
     ]
     for i, (text, style) in enumerate(parts):
         status.append(("" if i == 0 else ", ") + text, style=style)
-    path = Text(graph.path, style="bold")
-    if len(graph.path) + 2 + len(status) <= console.width:
+    shown = safe_text(graph.path)
+    path = Text(shown, style="bold")
+    if len(shown) + 2 + len(status) <= console.width:
         _say(console, Text.assemble(path, "  ", status))
     else:  # a long path: the status goes on its own line rather than wrapping mid-phrase
         _say(console, path)
@@ -293,7 +295,7 @@ def _render_report(console: Console, graph: Graph, report: Report) -> None:
     coverage = report.coverage()
     if coverage is not None:  # wrapped at spaces only: a node name is never split
         lines = textwrap.wrap(
-            coverage,
+            safe_text(coverage),
             width=max(console.width, 40) - 2,
             break_long_words=False,
             break_on_hyphens=False,
@@ -315,7 +317,7 @@ def _render_finding(
 ) -> None:
     width = max(console.width, 40)
     label = f"{finding.severity.value}[{finding.kind}]"
-    where = [f"{finding.node or '-'} ({finding.op or '-'})"]
+    where = [safe_text(f"{finding.node or '-'} ({finding.op or '-'})")]
     if finding.mode:
         where.append(finding.mode)
     if finding.axis is not None:
@@ -332,16 +334,17 @@ def _render_finding(
     if finding.inputs:
         # Dims standing for an exporter's expression are shown as it (Min(64, s41)).
         items = [
-            readable(f"{name or '-'} {shape}", expressions or {}) for name, shape in finding.inputs
+            safe_text(readable(f"{name or '-'} {shape}", expressions or {}))
+            for name, shape in finding.inputs
         ]
         for line in pack(items, width - 4, first="inputs: ", sep="; "):
             _say(console, Text("    " + line))
     for line in textwrap.wrap(
-        finding.reason, width - 4, break_long_words=False, break_on_hyphens=False
+        safe_text(finding.reason), width - 4, break_long_words=False, break_on_hyphens=False
     ):
         _say(console, Text("    " + line))
     for row in finding.picture:
-        _say(console, Text(("      " + row).rstrip(), style="dim"))
+        _say(console, Text(("      " + safe_text(row)).rstrip(), style="dim"))
 
 
 def _render_summary(console: Console, summary: dict[str, int]) -> None:

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
+from bcast.core.text import safe_text
 from bcast.loading import check as check_model
 from bcast.loading import is_ir
 from bcast.models import ModelError
@@ -119,7 +120,8 @@ def domain(
             if failure is None:
                 click.echo(f"\nat {point}: inside the domain")
             else:
-                click.echo(f"\nat {point}: fails first at {failure}: {failure.reason}")
+                where = safe_text(f"{failure}: {failure.reason}")
+                click.echo(f"\nat {safe_text(point)}: fails first at {where}")
     if found.is_empty or failure is not None:
         exit_with(ExitCode.FINDINGS)
     exit_with(ExitCode.OK)
@@ -130,7 +132,7 @@ def _fail(model: str, message: str, as_json: bool) -> NoReturn:
         error = error_json("unreadable", message)
         emit_json({"path": model, "domain": None, "point": None, "error": error})
     else:
-        click.echo(f"bcast: {message}", err=True)
+        click.echo(f"bcast: {safe_text(message)}", err=True)
     exit_with(ExitCode.USAGE)
 
 
@@ -166,18 +168,18 @@ def _render(
     model: str, lines: list[str], torch: list[str], shapes: dict[str, str], found: Any
 ) -> None:
     width = _width()
-    click.echo(f"{model}: the model runs for")
+    click.echo(f"{safe_text(model)}: the model runs for")
     for line in lines or ["(no symbolic input dims)"]:
-        for part in _wrapped(line, None if width is None else width - 2):
+        for part in _wrapped(safe_text(line), None if width is None else width - 2):
             click.echo(f"  {part}")
     if found.is_empty:
         return
     click.echo("\ntorch.export:")
     for line in torch:
-        click.echo(f"  {line}")
+        click.echo(f"  {safe_text(line)}")
     if shapes:
         click.echo("\nOpenVINO:")
-        click.echo(f"  model.reshape({json.dumps(shapes)})")
+        click.echo(f"  model.reshape({safe_text(json.dumps(shapes))})")
     text = "not collected: " + "; ".join(found.not_collected)
     click.echo("")
     for part in [text] if width is None else textwrap.wrap(text, width, subsequent_indent="  "):

@@ -22,6 +22,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from bcast.core.text import safe_text
 from bcast.loading import verifier_for
 from bcast.models import ModelError
 from bcast.models.isolation import prestart
@@ -229,14 +230,15 @@ def _render_verify(console: Console, outcome: Verification) -> None:
         f"({plural(len(outcome.nodes), 'broadcasting node')} run in "
         f"{', '.join(outcome.runtimes) or 'no runtime'}; seed {outcome.seed})"
     )
-    if len(outcome.path) + 2 + len(status) <= console.width:
-        console.print(Text.assemble((outcome.path, "bold"), "  ", status), soft_wrap=True)
+    path = safe_text(outcome.path)
+    if len(path) + 2 + len(status) <= console.width:
+        console.print(Text.assemble((path, "bold"), "  ", status), soft_wrap=True)
     else:  # the path alone, then the status wrapped between words
-        console.print(Text(outcome.path, style="bold"), soft_wrap=True)
+        console.print(Text(path, style="bold"), soft_wrap=True)
         for line in textwrap.wrap(status, max(console.width, 40) - 2, break_long_words=False):
             console.print(Text("  " + line), soft_wrap=True)
     for note in outcome.notes:
-        console.print(Text(f"  note: {note}", style="cyan"))
+        console.print(Text(f"  note: {safe_text(note)}", style="cyan"))
     table = _table(outcome)
     unbounded = console.options.update_width(1 << 20)  # its natural width, not the console's
     if outcome.nodes and Measurement.get(console, unbounded, table).maximum <= console.width:
@@ -257,17 +259,19 @@ def _table(outcome: Verification) -> Table:
     for name in outcome.runtimes:
         table.add_column(name, overflow="fold")
     for node in outcome.nodes:
-        inputs = "\n".join(f"{n} {s}" for n, s in node.inputs)
-        op = f"{node.op}\n{node.attributes()}" if node.mode else node.op
-        cells: list[str | Text] = [node.node, op, inputs, node.results["bcast"].text()]
+        inputs = "\n".join(safe_text(f"{n} {s}") for n, s in node.inputs)
+        op = safe_text(node.op) + (f"\n{safe_text(node.attributes())}" if node.mode else "")
+        bcast_text = safe_text(node.results["bcast"].text())
+        cells: list[str | Text] = [safe_text(node.node), op, inputs, bcast_text]
         for name in outcome.runtimes:
             result = node.results.get(name)
             comparison = node.comparisons.get(name)
-            text = Text(result.text() if result else "-")
+            text = Text(safe_text(result.text()) if result else "-")
+            detail = safe_text(comparison.detail) if comparison is not None else ""
             if comparison is not None and comparison.harness:
-                text = Text(f"{text.plain}\n! {comparison.detail}", style="bold magenta")
+                text = Text(f"{text.plain}\n! {detail}", style="bold magenta")
             elif comparison is not None and not comparison.agree:
-                text = Text(f"{text.plain}\n≠ {comparison.detail}", style="bold red")
+                text = Text(f"{text.plain}\n≠ {detail}", style="bold red")
             cells.append(text)
         table.add_row(*cells)
     return table
@@ -276,10 +280,10 @@ def _table(outcome: Verification) -> Table:
 def _render_block(console: Console, node: NodeRun, runtimes: Sequence[str]) -> None:
     """One node in lines of at most the console's width, a name or a shape never split."""
     width = max(console.width, 40)
-    head = [f"{node.node} ({node.op})"] + ([node.attributes()] if node.mode else [])
+    head = [safe_text(f"{node.node} ({node.op})")] + ([node.attributes()] if node.mode else [])
     for k, line in enumerate(pack(head, width, first="", sep=", ", indent="  ")):
         console.print(Text(line.lstrip() if k == 0 else line, style="bold"), soft_wrap=True)
-    items = [f"{name} {shape}" for name, shape in node.inputs]
+    items = [safe_text(f"{name} {shape}") for name, shape in node.inputs]
     for line in pack(items, width - 4, first="inputs: ", sep="; "):
         console.print(Text("    " + line), soft_wrap=True)
     texts = {"bcast": node.results["bcast"].text()}
@@ -300,7 +304,7 @@ def _render_block(console: Console, node: NodeRun, runtimes: Sequence[str]) -> N
 def _say(console: Console, text: str, width: int, style: str = "", subsequent: str = "") -> None:
     """Print ``text`` indented by 4, wrapped between words within ``width``."""
     lines = textwrap.wrap(
-        text,
+        safe_text(text),
         width - 4,
         break_long_words=False,
         break_on_hyphens=False,
