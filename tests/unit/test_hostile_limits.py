@@ -9,6 +9,9 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -108,16 +111,56 @@ def test_function_bomb_is_refused_before_shape_inference():
     one_line_exit_2(run("check", str(path)), "expand to more than 200,000 nodes")
 
 
+def run_measured(*args: str) -> tuple[int, str, int]:
+    """Run ``bcast ARGS`` in a child process: (exit code, stdout, peak RSS of its tree)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bcast", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**env, "COLUMNS": "100"},
+    )
+    out = child.stdout.read() if child.stdout else b""
+    _, status, usage = os.wait4(child.pid, 0)  # ru_maxrss: the child or a child it waited for
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, out.decode(), usage.ru_maxrss * 1024
+
+
+def _outer_add(path: Path, n: int) -> str:
+    node = helper.make_node("Add", ["a", "b"], ["c"], name="add")
+    vi = [helper.make_tensor_value_info(k, F, s) for k, s in (("a", [1, n]), ("b", [n, 1]))]
+    return _save(_model([node], vi), path)
+
+
 def test_verify_default_budget_is_bounded():
+    # [1,12000] + [12000,1] float32: 576 MB an output, several GB with the comparison
     path = str(FIXTURES / "verify_add_12000.onnx")
-    result = run("verify", "--json", path, "--runtime", "onnxruntime")
-    assert result.exit_code == 2
-    (skipped,) = json.loads(result.stdout)["skipped"]
+    code, out, peak = run_measured("verify", "--json", path, "--runtime", "onnxruntime")
+    assert code == 2
+    (skipped,) = json.loads(out)["skipped"]
     assert skipped["kind"] == "too-large"
     assert "half of --max-memory" in skipped["reason"]
-    # [1,12000] + [12000,1] float64: 1.15 GB per output; enough memory lets it run
-    big = run("verify", "--json", path, "--runtime", "onnxruntime", "--max-memory", "16GiB")
-    assert json.loads(big.stdout)["skipped"] == [] or "too large" in big.stdout
+    assert peak < 1 * 2**30  # nothing of that size was drawn
+
+
+def test_verify_runs_a_node_the_budget_holds_and_skips_one_it_does_not(tmp_path):
+    # [1,3000] + [3000,1] float32: 36 MB an output, 412 MiB by verify's estimate with
+    # bcast's, onnxruntime's and the comparison's copies: over half of 256 MiB, within half
+    # of 1 GiB; and the whole process tree stays within the 1 GiB it was given.
+    path = _outer_add(tmp_path / "outer.onnx", 3000)
+    code, out, _ = run_measured(
+        "verify", "--json", path, "--runtime", "onnxruntime", "--max-memory", "256MiB"
+    )
+    assert code == 2
+    (skipped,) = json.loads(out)["skipped"]
+    assert skipped["kind"] == "too-large" and "half of --max-memory" in skipped["reason"]
+    code, out, peak = run_measured(
+        "verify", "--json", path, "--runtime", "onnxruntime", "--max-memory", "1GiB"
+    )
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["skipped"] == []
+    assert peak < 1 * 2**30
 
 
 def test_nesting_deeper_than_the_bound_is_refused(tmp_path):
