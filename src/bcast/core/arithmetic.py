@@ -11,12 +11,9 @@ expression as a dim and records it in a graph's ``expressions``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
-from typing import Final
 
-from bcast.core.dim import Dim
-from bcast.core.errors import BroadcastError
+from bcast.core.dim import Dim, named_dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 
@@ -39,13 +36,11 @@ __all__ = [
     "windowed_shape",
 ]
 
-_BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
-
 
 def expr_of(dim: Dim, expressions: Mapping[str, Expr]) -> Expr | None:
     """Return ``dim`` as an expression: its size, its expression or its symbol; None if unknown.
 
-    >>> from bcast.core.dim import Dim
+    >>> from bcast.core.dim import Dim, named_dim
     >>> str(expr_of(Dim(3), {})), str(expr_of(Dim.symbol("h"), {})), expr_of(Dim.unknown(), {})
     ('3', 'h', None)
     """
@@ -261,24 +256,6 @@ def sliced(data: Shape, axis: int, end: Dim | int, expressions: dict[str, Expr])
             return None
         kept = expression_dim(Expr("Min", (Expr("int", value=size), found)), expressions)
     return Shape((*data.dims[:at], kept, *data.dims[at + 1 :]))
-
-
-def named_dim(name: str) -> Dim:
-    """Return the symbol ``name``, cleaned where bcast's text cannot hold it (``?`` if never).
-
-    >>> str(named_dim("batch")), str(named_dim("a b")), str(named_dim("Min(64, s41)"))
-    ('batch', 'a_b', 'Min_64__s41_')
-    """
-    try:
-        return Dim.symbol(name)
-    except BroadcastError:
-        cleaned = _BAD_SYMBOL_CHARS.sub("_", name).replace("..", "_")
-        if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):
-            cleaned = "_" + cleaned
-        try:
-            return Dim.symbol(cleaned)
-        except BroadcastError:
-            return Dim.unknown()
 
 
 def register_expression(expr: Expr, base: str, expressions: dict[str, Expr]) -> Dim:

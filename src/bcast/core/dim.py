@@ -17,14 +17,25 @@ from dataclasses import dataclass
 from typing import Final
 
 from bcast.core.errors import BroadcastError, show_int, show_text
+from bcast.core.expressions import parse_expression
 
-__all__ = ["Dim", "DimLike", "MAX_DIM", "as_dim", "intersect_dims", "merge_dims", "merge_into"]
+__all__ = [
+    "MAX_DIM",
+    "Dim",
+    "DimLike",
+    "as_dim",
+    "intersect_dims",
+    "merge_dims",
+    "merge_into",
+    "named_dim",
+]
 
 #: The largest dimension bcast accepts: ONNX and OpenVINO store dims as int64.
 MAX_DIM: Final = 2**63 - 1
 _MAX_DIGITS: Final = len(str(MAX_DIM))
 
 _SYMBOL = re.compile(r"[A-Za-z_][^\s,\[\]?]*")
+_BAD_SYMBOL_CHARS: Final = re.compile(r"[^A-Za-z0-9_.:/+\-*]")
 _INTERVAL = re.compile(r"([0-9]*)\.\.([0-9]*)")
 
 
@@ -157,10 +168,10 @@ class Dim:
         """
         if not isinstance(name, str):
             raise TypeError(f"symbol name must be a str; got {type(name).__name__} {name!r}")
-        if not _SYMBOL.fullmatch(name) or ".." in name:
+        if not _SYMBOL.fullmatch(name) or ".." in name or not name.isprintable():
             raise BroadcastError(
-                f"invalid symbol name {name!r}: it must start with a letter or '_' and contain "
-                "no white space, ',', '[', ']', '?' or '..'"
+                f"invalid symbol name {show_text(name)}: it must start with a letter or '_' "
+                "and contain no white space, control character, ',', '[', ']', '?' or '..'"
             )
         dim = object.__new__(cls)
         object.__setattr__(dim, "lo", 0)
@@ -192,8 +203,11 @@ class Dim:
         if token.startswith("-") and token[1:].isascii() and token[1:].isdigit():
             shown = token if len(token) <= 40 else f"a negative number of {len(token) - 1} digits"
             raise BroadcastError(f"dimension must be non-negative; got {shown}")
-        if _SYMBOL.fullmatch(token) and ".." not in token:
+        if _SYMBOL.fullmatch(token) and ".." not in token and token.isprintable():
             return cls.symbol(token)
+        expr = parse_expression(token) if "(" in token else None
+        if expr is not None and expr.symbols:  # as bcast prints an exporter's Min(64, s)
+            return named_dim(str(expr))  # the symbol the ONNX reader makes of it
         raise BroadcastError(
             f"cannot parse dimension {show_text(text)}: expected an integer, '?', an interval "
             "'lo..hi' / 'lo..' / '..hi', or a symbol name"
@@ -452,3 +466,22 @@ def merge_into(a: Dim, b: Dim) -> Dim | None:
     if both is None:
         return None
     return intersect_dims(a, both)
+
+
+def named_dim(name: str) -> Dim:
+    """Return the symbol ``name``, cleaned where bcast's text cannot hold it (``?`` if never).
+
+    >>> from bcast.core.dim import named_dim
+    >>> str(named_dim("batch")), str(named_dim("a b")), str(named_dim("Min(64, s41)"))
+    ('batch', 'a_b', 'Min_64__s41_')
+    """
+    try:
+        return Dim.symbol(name)
+    except BroadcastError:
+        cleaned = _BAD_SYMBOL_CHARS.sub("_", name).replace("..", "_")
+        if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):
+            cleaned = "_" + cleaned
+        try:
+            return Dim.symbol(cleaned)
+        except BroadcastError:
+            return Dim.unknown()

@@ -17,6 +17,24 @@ from bcast.core.errors import BroadcastError, show_text
 __all__ = ["Shape", "ShapeLike", "as_shape", "informative", "more_named", "more_precise"]
 
 
+def _split_dims(body: str) -> list[str]:
+    """Split shape text at the commas outside parentheses (an exporter's ``Min(64, s)``).
+
+    >>> _split_dims("Min(64, s),3"), _split_dims("2,3")
+    (['Min(64, s)', '3'], ['2', '3'])
+    """
+    if "(" not in body:
+        return body.split(",")
+    parts, depth, start = [], 0, 0
+    for k, char in enumerate(body):
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            parts.append(body[start:k])
+            start = k + 1
+    parts.append(body[start:])
+    return parts
+
+
 @dataclass(frozen=True, slots=True, init=False, eq=False)
 class Shape(Sequence[Dim]):
     """An immutable, hashable shape: a sequence of `Dim`, or unknown rank.
@@ -112,7 +130,7 @@ class Shape(Sequence[Dim]):
             return _DYNAMIC
         if body == "":
             return _SCALAR
-        parts = body.split(",")
+        parts = _split_dims(body)  # at the commas between dims, not in Min(64, s)
         if any(p.strip() == "" for p in parts):
             raise BroadcastError(f"cannot parse shape {show_text(text)}: empty dimension")
         try:

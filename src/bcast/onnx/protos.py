@@ -83,19 +83,24 @@ def symbol(
     ``unk__N`` names that ONNX shape inference invented (not in ``params``, the model's own)
     are plain ``?``. A ``dim_param`` written as an expression (``Min(64, s41)``, as torch's
     dynamo exporter writes) is named by its canonical text, cleaned (``Min_64__s41_``), and
-    recorded in ``expressions`` under that name, when ``expressions`` is given.
+    recorded in ``expressions`` under that name, when ``expressions`` is given. One without
+    a symbol (``-1``, ``2*4``) is a plain ``?``: a runtime binds such a name to any size.
 
     >>> str(symbol("batch", set())), str(symbol("unk__3", set())), str(symbol("a b", set()))
     ('batch', '?', 'a_b')
     >>> found = {}
     >>> str(symbol("Min(64,  s41)", set(), found)), {k: str(v) for k, v in found.items()}
     ('Min_64__s41_', {'Min_64__s41_': 'Min(64, s41)'})
+    >>> str(symbol("2*4", set(), found)), str(symbol("-1", set(), found)), len(found)
+    ('?', '?', 1)
     """
     if _UNK.fullmatch(name) and name not in params:
         return Dim.unknown()  # invented by ONNX shape inference: no identity worth keeping
     found = _expression(name) if expressions is not None else None
     if expressions is None or found is None:
         return named_dim(name)
+    if not found[0].symbols:  # "-1", "2*4": a name runtimes bind to any size, as "?"
+        return Dim.unknown()
     return register_expression(*found, expressions)
 
 

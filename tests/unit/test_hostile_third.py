@@ -1,0 +1,76 @@
+"""The third round of hostile input (issue 39): text, files and option values bcast refuses.
+
+Each test names the class of input it stands for; the files are in tests/fixtures/hostile.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+import bcast
+from bcast.cli import main
+
+HOSTILE = Path(__file__).parent.parent / "fixtures" / "hostile"
+ENV = {"COLUMNS": "100", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), env=ENV, catch_exceptions=False)
+
+
+# -- expression dims and control characters in shape text (item 4) ----------------------------
+
+
+@pytest.mark.parametrize(
+    "text", ["[Min(64, s),3]", "[Min(64,s),3]", "[Max(s, Min(2, t)),3]", "[(s + 1)//2,3]"]
+)
+def test_an_expression_dim_as_bcast_prints_it_is_one_dim(text: str) -> None:
+    shape = bcast.Shape.parse(text)
+    assert shape.rank == 2 and not shape.dims[0].is_static and shape.dims[0].name is not None
+    result = run("shape", text, "[4,3]")
+    assert result.exit_code == 0, result.output
+    # NumPy: a dim that is 4 (or 1) against 4 gives 4; the rank stays 2.
+    assert result.stdout.strip() == "[4,3]"
+
+
+def test_an_expression_dim_names_the_symbol_the_onnx_reader_makes() -> None:
+    from bcast.onnx.protos import symbol
+
+    assert bcast.Shape.parse("[Min(64, s41)]").dims[0] == symbol("Min(64,  s41)", set(), {})
+
+
+@pytest.mark.parametrize("text", ["[Min(64,3]", "[(s,3]", "[Min(64, ),3]"])
+def test_unbalanced_or_broken_expressions_are_a_usage_error(text: str) -> None:
+    with pytest.raises(bcast.BroadcastError, match="cannot parse"):
+        bcast.Shape.parse(text)
+    assert run("shape", text, "[4,3]").exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "char", ["\x00", "\x1b", "\x07", "\x7f", "\x9b", "\u202e", "\u200b", "\u2028", "\ufeff"]
+)
+def test_symbols_with_control_or_format_characters_are_refused(char: str) -> None:
+    with pytest.raises(bcast.BroadcastError, match="cannot parse"):
+        bcast.Shape.parse(f"[a{char}b,3]")
+    with pytest.raises(bcast.BroadcastError, match="invalid symbol name"):
+        bcast.Dim.symbol(f"a{char}b")
+    result = run("shape", f"[a{char}b,3]", "[4,3]")
+    assert result.exit_code == 2 and char not in result.stderr
+
+
+# -- a dim_param that is a constant expression (item 11) --------------------------------------
+
+
+@pytest.mark.parametrize("command", ["check", "domain", "verify"])
+def test_a_dim_param_of_minus_one_is_an_unknown_dim(command: str) -> None:
+    path = str(HOSTILE / "dimparam_minus1.onnx")
+    result = run(command, "--json", path)
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["error"] is None
