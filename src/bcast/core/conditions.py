@@ -20,6 +20,7 @@ from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.picture import Drawable
 from bcast.core.plans import Plan
+from bcast.core.shape import Shape
 
 __all__ = [
     "SEARCHED",
@@ -29,6 +30,7 @@ __all__ = [
     "is_open",
     "readable",
     "shown",
+    "shown_shape",
     "sizes_broadcast",
     "symbols_at",
 ]
@@ -90,6 +92,45 @@ def shown(shape: Drawable, expressions: Mapping[str, Expr]) -> Drawable:
     if not expressions or shape.rank is None:
         return shape
     return _Shown(shape.rank, tuple(_show_with(expressions)(d) for d in _dims(shape)))
+
+
+class _ShownShape(Shape):
+    """A `Shape` whose text writes expressions where its symbols stand for them.
+
+    Its dims, equality and hash are the shape's own; only ``str`` and ``repr`` differ, so
+    that every output made from a finding's shapes (text, JSON, SARIF, HTML, ``print``)
+    writes ``Min(64, s41)`` and not the symbol ``Min_64__s41_`` standing for it.
+    """
+
+    __slots__ = ("texts",)
+    texts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "[" + ",".join(self.texts) + "]"
+
+
+def shown_shape(shape: Shape, expressions: Mapping[str, Expr]) -> Shape:
+    """Return ``shape``, written with the expressions its symbols stand for.
+
+    The dims stay the same (the result equals ``shape``); a shape without such a symbol is
+    returned as it is.
+
+    >>> from bcast import Shape
+    >>> from bcast.core.expressions import parse_expression
+    >>> s = shown_shape(Shape.parse("[1,M,4]"), {"M": parse_expression("Min(64, s)")})
+    >>> str(s), s == Shape.parse("[1,M,4]"), s
+    ('[1,Min(64, s),4]', True, Shape.parse('[1,Min(64, s),4]'))
+    """
+    if not expressions or shape.rank is None or isinstance(shape, _ShownShape):
+        return shape
+    if not any(d.name is not None and d.name in expressions for d in shape.dims):
+        return shape
+    show = _show_with(expressions)
+    result = object.__new__(_ShownShape)
+    object.__setattr__(result, "dims", shape.dims)
+    object.__setattr__(result, "ranked", True)
+    object.__setattr__(result, "texts", tuple(show(d) for d in shape.dims))
+    return result
 
 
 def readable(text: str, expressions: Mapping[str, Expr]) -> str:

@@ -37,6 +37,7 @@ from bcast.models.graph import (
     topological_order,
 )
 from bcast.models.node_checks import check_node
+from bcast.models.provenance import name_sources
 
 __all__ = ["DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"]
 
@@ -112,7 +113,7 @@ def check_graph(
     return Report(
         graph.path,
         _count(graph),
-        tuple(_unexplained_refusals(list(dict.fromkeys(findings)))),
+        tuple(_unexplained_refusals(name_sources(graph, list(dict.fromkeys(findings))))),
         _count(graph, broadcasting=True),
         tuple(unchecked),
         domain,

@@ -155,6 +155,9 @@ class Graph:
     expressions : dict of str to Expr
         The expression behind each symbol that a ``dim_param`` wrote as one: the symbol's
         name in the shapes (``Min_64__s41_``) to the parsed text (``Min(64, s41)``).
+    initializers : set of str
+        The values that are initializers (an ONNX graph's weights): findings name the one
+        that decides a failing dim (`bcast.models.provenance`).
     """
 
     path: str
@@ -168,6 +171,7 @@ class Graph:
     declared: bool = False
     invented_dims: frozenset[str] = frozenset()
     expressions: dict[str, Expr] = field(default_factory=dict)
+    initializers: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)

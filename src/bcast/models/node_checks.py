@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from bcast.core.conditions import find_conditions, is_open, readable, shown, symbols_at
+from bcast.core.conditions import find_conditions, is_open, readable, shown, shown_shape, symbols_at
 from bcast.core.errors import BroadcastError, show_bytes
 from bcast.core.modes import Mode
 from bcast.core.picture import format_alignment
@@ -69,7 +69,7 @@ class _Context:
                 kind,
                 self.node.name,
                 self.node.op,
-                tuple(operands),
+                tuple((n, shown_shape(s, self.graph.expressions)) for n, s in operands),
                 None if mode is None else str(mode),
                 axis,
                 readable(reason, self.graph.expressions),  # Min(64, s41), not Min_64__s41_

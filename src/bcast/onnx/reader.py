@@ -192,6 +192,7 @@ class _Reader:
                     params.add(dim.dim_param)
         for init in proto.initializer:
             graph.shapes[init.name] = Shape(max(int(d), 0) for d in init.dims)
+            graph.initializers.add(init.name)
             types[init.name] = onnx.helper.make_tensor_type_proto(init.data_type, init.dims)
             item_size(graph, init.name, init.data_type)
             value = tensor_ints(init)
