@@ -190,6 +190,29 @@ def test_warm_says_which_operations_have_no_kernel_on_this_machine(
     assert capsys.readouterr().out == "and_(bool,bool,bool,bool)\n"
 
 
+def test_warm_quiet_prints_only_the_last_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(_operations, "numpy_power_vectorised", lambda: False)
+    assert warm.main(["--quiet", "--ops", "xor"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("1 of 1 kernels ready (")
+
+
+def test_warm_into_a_closed_pipe_ends_quietly() -> None:
+    # `python -m bcast.engine.warm --list | true`: the reader is gone before the first line
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bcast.engine.warm", "--list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()
+    error = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 0
+    assert error == ""
+
+
 def _python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     import os
 

@@ -9,6 +9,7 @@ a kernel compiles::
     python -m bcast.engine.warm                 # every kernel (a few minutes)
     python -m bcast.engine.warm --ops add,pow   # only these operations
     python -m bcast.engine.warm --list          # what there is to compile
+    python -m bcast.engine.warm --quiet         # one line at the end (and any failure)
 
 An operation NumPy computes faster on this machine has no kernel (float32 Pow where NumPy's
 own float32 power is vector code: AVX-512; float16 Pow is compiled everywhere). The entry
@@ -16,13 +17,16 @@ that replays a call site in one compiled call (`bcast.engine.numba_entry`) is no
 here: there is one per itemsizes and ranks of the arrays, too many to compile up front;
 each compiles on its first use (about 1 s, in the background: meanwhile Python prepares
 each walk, with the walker compiled here). numba's cache is per machine (it holds code for
-this CPU) and per environment (``NUMBA_CACHE_DIR`` moves it).
+this CPU) and per user and bcast version: `bcast.engine.numba_cache` keeps it in the user's
+cache folder (``BCAST_CACHE_DIR`` moves it), so a second clone or environment compiles nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from collections.abc import Sequence
 
 from bcast.engine import compiled, operations
@@ -45,7 +49,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--ops", help="comma-separated operations (default: all)")
     parser.add_argument("--list", action="store_true", help="list the kernels; compile none")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="print only failures and the last line"
+    )
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except BrokenPipeError:  # `warm --list | head`: the reader left; nothing is wrong here
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit finds no pipe
+        return 0
+
+
+def _run(args: argparse.Namespace) -> int:
     names = None if args.ops is None else [n.strip() for n in args.ops.split(",") if n.strip()]
     unknown = sorted(set(names or ()) - set(compiled.OPERATIONS))
     if unknown:
@@ -65,10 +81,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
     def report(kernel: str, ready: bool, seconds: float) -> None:
-        print(f"{kernel:48s} {'ready' if ready else 'FAILED'} {seconds:6.2f} s", flush=True)
+        if not (args.quiet and ready):
+            print(f"{kernel:48s} {'ready' if ready else 'FAILED'} {seconds:6.2f} s", flush=True)
 
+    started = time.perf_counter()
     ready = compiled.warm(names, report)
-    print(f"{ready} of {len(kernels)} kernels ready")
+    took = time.perf_counter() - started
+    print(f"{ready} of {len(kernels)} kernels ready ({took:.0f} s)")
     return 0 if ready == len(kernels) else 1
 
 
