@@ -74,3 +74,33 @@ def test_a_dim_param_of_minus_one_is_an_unknown_dim(command: str) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["error"] is None
+
+
+# -- views NumPy cannot index (item 5) --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape"),
+    [
+        (np.float64, (2**63 - 1,)),
+        (np.float64, (0, 2**63 - 1)),
+        (np.float64, (2**62,)),
+        (np.int8, (2**62, 2)),
+        (np.float32, (2**31, 2**31, 2)),
+    ],
+)
+def test_a_view_numpy_cannot_index_is_a_broadcast_error(
+    dtype: type, shape: tuple[int, ...]
+) -> None:
+    x = np.ones(1, dtype=dtype)
+    with pytest.raises(ValueError, match=r"too big|too large"):  # NumPy, the peer, refuses it
+        np.broadcast_to(x, shape)
+    with pytest.raises(bcast.BroadcastError, match="too large for an array"):
+        bcast.broadcast_to(x, shape)
+    with pytest.raises(bcast.BroadcastError, match="too large for an array"):
+        bcast.broadcast_to(x, shape, mode="bidirectional")
+
+
+def test_a_view_numpy_can_index_is_still_made() -> None:
+    x = np.ones(1, dtype=np.int8)
+    assert np.broadcast_to(x, (2**62,)).shape == bcast.broadcast_to(x, (2**62,)).shape

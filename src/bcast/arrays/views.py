@@ -18,7 +18,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union
 
 from bcast.arrays.libraries import NUMPY, as_operands, shape_of
-from bcast.arrays.targets import check_array_shape, plan_to_target, static_shape
+from bcast.arrays.targets import (
+    check_array_shape,
+    check_result_shape,
+    plan_to_target,
+    static_shape,
+)
 from bcast.core.modes import Mode, ModeName
 from bcast.core.planning import plan
 from bcast.core.shape import ShapeLike
@@ -233,6 +238,9 @@ def aligned_view(x: Any, the_plan: Plan, index: int, *, broadcast: bool, xp: Any
     exactly what the plan says).
     """
     aligned = _aligned_shape(the_plan, index)
+    if broadcast:  # a view NumPy (or another library) could not index: bcast's error, first
+        itemsize = getattr(getattr(x, "dtype", None), "itemsize", 1)
+        check_result_shape("broadcast", output_shape(the_plan), int(itemsize or 1))
     if xp is None:  # NumPy: x is an ndarray, so NumPy is loaded
         if not broadcast:
             return x if x.shape == aligned else x.reshape(aligned)
