@@ -92,7 +92,7 @@ def test_a_dim_param_of_minus_one_is_an_unknown_dim(command: str) -> None:
 def test_a_view_numpy_cannot_index_is_a_broadcast_error(
     dtype: type, shape: tuple[int, ...]
 ) -> None:
-    x = np.ones(1, dtype=dtype)
+    x: np.ndarray = np.ones(1, dtype=dtype)
     with pytest.raises(ValueError, match=r"too big|too large"):  # NumPy, the peer, refuses it
         np.broadcast_to(x, shape)
     with pytest.raises(bcast.BroadcastError, match="too large for an array"):
@@ -104,3 +104,48 @@ def test_a_view_numpy_cannot_index_is_a_broadcast_error(
 def test_a_view_numpy_can_index_is_still_made() -> None:
     x = np.ones(1, dtype=np.int8)
     assert np.broadcast_to(x, (2**62,)).shape == bcast.broadcast_to(x, (2**62,)).shape
+
+
+# -- absurd option values (item 6) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["check", "verify", "domain"])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--timeout", "nan"),
+        ("--timeout", "inf"),
+        ("--timeout", "-inf"),
+        ("--timeout", "0"),
+        ("--timeout", "1e400"),
+        ("--timeout", "1e7"),
+        ("--max-memory", "18446744073709551616"),
+        ("--max-memory", "1"),
+        ("--max-memory", "-1"),
+        ("--max-memory", "1e30GiB"),
+    ],
+)
+def test_absurd_limits_are_a_usage_error_not_an_unreadable_model(
+    command: str, option: str, value: str
+) -> None:
+    path = str(HOSTILE / "dimparam_minus1.onnx")
+    if command == "domain" and option not in run("domain", "-h").stdout:
+        pytest.skip("domain takes no such option")
+    result = run(command, path, option, value)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: Invalid value for"), result.stderr
+    assert option in lines[0] and "unreadable" not in result.output
+    as_json = run(command, "--json", path, option, value)
+    assert as_json.exit_code == 2
+    assert json.loads(as_json.stdout)["error"]["kind"] == "usage"
+
+
+@pytest.mark.parametrize(
+    ("timeout", "max_memory"), [(float("nan"), None), (float("inf"), None), (1.0, 2**64), (1.0, -1)]
+)
+def test_the_library_limits_refuse_absurd_values(timeout: float, max_memory: int | None) -> None:
+    from bcast.models.isolation import limits
+
+    with pytest.raises(ValueError, match=r"timeout|max_memory"), limits(timeout, max_memory):
+        pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -121,12 +122,47 @@ class _Bytes(_BytesParam):
     name = "SIZE"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
         try:
-            return parse_bytes(str(value))
+            size = value if isinstance(value, int) else parse_bytes(str(value))
         except ValueError as err:
             self.fail(str(err))
+        if size != 0 and not MIN_MAX_MEMORY <= size <= MAX_DIM:  # RLIMIT_AS takes an int64
+            self.fail(
+                f"expected 0 (no limit) or a size from 64MiB to 2**63-1 bytes; got {value!s:.40}"
+            )
+        return size
+
+
+if TYPE_CHECKING:
+    _SecondsParam = click.ParamType[float]
+else:
+    _SecondsParam = click.ParamType
+
+
+class _Seconds(_SecondsParam):
+    """A number of seconds: finite, above 0, at most `MAX_TIMEOUT` (NaN and inf refused)."""
+
+    name = "SECONDS"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError, OverflowError):
+            seconds = math.nan
+        if not 0 < seconds <= MAX_TIMEOUT:  # False for NaN too
+            self.fail(
+                f"expected a number of seconds above 0 and at most {MAX_TIMEOUT:g}; "
+                f"got {value!s:.40}"
+            )
+        return seconds
+
+
+MIN_MAX_MEMORY: Final = 64 * 2**20
+"""The smallest ``--max-memory`` but 0: below it no worker interpreter starts at all."""
+MAX_TIMEOUT: Final = 1e6
+"""The largest ``--timeout``, in seconds (about 11 days)."""
 
 
 def limit_options(function: Any) -> Any:
@@ -140,7 +176,7 @@ def limit_options(function: Any) -> Any:
     )(function)
     return click.option(
         "--timeout",
-        type=click.FloatRange(min=0, min_open=True),
+        type=_Seconds(),
         default=DEFAULT_TIMEOUT,
         show_default=True,
         help="Seconds the peer libraries (ONNX shape inference, OpenVINO, the runtimes) may "

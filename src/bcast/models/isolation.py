@@ -14,6 +14,7 @@ This module knows no model format.
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import pickle
 import select
@@ -52,6 +53,7 @@ MIN_MEMORY: Final = 2**30
 """The default memory limit is never below this (OpenVINO alone maps about 0.6 GiB)."""
 MAX_DEFAULT_MEMORY: Final = 4 * 2**30
 _HEADER: Final = struct.Struct("!Q")
+_MAX_RLIMIT: Final = 2**63 - 1
 _SIGNALS: Final = {signal.SIGSEGV: "signal 11", signal.SIGKILL: "killed"}
 
 
@@ -87,6 +89,16 @@ class Limits:
 
     timeout: float | None = DEFAULT_TIMEOUT
     max_memory: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and not 0 < self.timeout < math.inf:  # NaN fails too
+            raise ValueError(
+                f"timeout must be a finite number of seconds above 0; got {self.timeout}"
+            )
+        if self.max_memory is not None and not 0 <= self.max_memory <= _MAX_RLIMIT:
+            raise ValueError(
+                f"max_memory must be 0 (no limit) or at most 2**63-1 bytes; got {self.max_memory}"
+            )
 
     def memory(self) -> int | None:
         """Return the worker's memory cap in bytes (None: uncapped)."""
