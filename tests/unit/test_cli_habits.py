@@ -327,7 +327,7 @@ def test_check_format_html_is_one_self_contained_page(broken: str) -> None:
     page = result.stdout
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert page.count("<section>") == 2
-    assert "<pre>" in page and "^ axis 2" in page
+    assert '<table class="summary">' in page and '<th class="failing">2 ✗</th>' in page
     assert "src=" not in page and "<link" not in page  # nothing loaded from elsewhere
 
 

@@ -110,7 +110,7 @@ def test_check_reports_like_the_cli(tmp_path: Path) -> None:
     assert text.splitlines()[0] == f"{path} (1 node): 1 error"
     assert "^ axis 1" in text
     html = report._repr_html_()
-    assert "<pre>" in html and "add_1 (Add)" in html
+    assert '<th class="failing">1 ✗</th>' in html and "add_1 (Add)" in html  # a table
 
 
 def test_check_takes_a_model_proto_and_a_path_object(tmp_path: Path) -> None:

@@ -13,12 +13,12 @@ Everything is built from the checker's `Report` values; nothing is decided here.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from html import escape
 from typing import Any, Final
 
 import bcast
 from bcast.core.text import safe_text
 from bcast.models import Finding, Report, Severity
+from bcast.models.report_html import html_page
 
 from ._safe_output import safe_json
 
@@ -194,26 +194,13 @@ def _property(text: str) -> str:
 
 
 def html_report(results: Results, summary: dict[str, int]) -> str:
-    """Return a self-contained HTML page: a section per model, each finding's picture.
+    """Return a self-contained HTML page: a summary table, then a section per model.
+
+    Each finding's operands are drawn as a table, each model's domain as bars
+    (`bcast.models.report_html`); no script, no resource from the network.
 
     >>> page = html_report([("<m>.onnx", "<m>.onnx: no such file")], {"models": 1})
     >>> "&lt;m&gt;.onnx" in page and "<m>" not in page
     True
     """
-    sections = []
-    for path, result in results:
-        if isinstance(result, str):
-            body = f'<p class="error">unreadable: {escape(result)}</p>'
-            sections.append(f"<section><h2>{escape(path)}</h2>{body}</section>")
-        else:
-            sections.append(f"<section>{result.to_html()}</section>")
-    counts = ", ".join(f"{escape(str(v))} {escape(k)}" for k, v in summary.items())
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        f"<title>bcast check: {len(results)} model(s)</title>"
-        "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}"
-        "section{border-top:1px solid #ccc;padding-top:.5em}"
-        ".error{color:#c92a2a}</style></head><body>"
-        f"<h1>bcast check</h1><p>{counts}</p>{''.join(sections)}</body></html>"
-    )
+    return html_page(results, summary)

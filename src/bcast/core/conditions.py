@@ -29,6 +29,7 @@ __all__ = [
     "find_conditions",
     "is_open",
     "readable",
+    "dim_texts",
     "shown",
     "shown_shape",
     "sizes_broadcast",
@@ -131,6 +132,19 @@ def shown_shape(shape: Shape, expressions: Mapping[str, Expr]) -> Shape:
     object.__setattr__(result, "ranked", True)
     object.__setattr__(result, "texts", tuple(show(d) for d in shape.dims))
     return result
+
+
+def dim_texts(shape: Shape) -> tuple[str, ...]:
+    """Return the text of each dim as the shape writes it (expressions as `shown_shape` does).
+
+    >>> from bcast import Shape
+    >>> from bcast.core.expressions import parse_expression
+    >>> dim_texts(shown_shape(Shape.parse("[M,4]"), {"M": parse_expression("Min(64, s)")}))
+    ('Min(64, s)', '4')
+    """
+    if isinstance(shape, _ShownShape):
+        return shape.texts
+    return tuple(str(d) for d in shape.dims)
 
 
 def readable(text: str, expressions: Mapping[str, Expr]) -> str:

@@ -11,13 +11,13 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from html import escape
 
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models.domain import Domain
+from bcast.models.report_html import report_html
 
 __all__ = [
     "Finding",
@@ -349,33 +349,19 @@ class Report:
         return "\n".join(lines)
 
     def to_html(self) -> str:
-        """Return the report as an HTML fragment: heading, then each finding and its picture.
+        """Return the report as an HTML fragment: summary, findings drawn as tables, domain.
+
+        Each finding's operands are a table (stretched cells shaded, the failing axis
+        marked, as `Plan` and `BroadcastError` draw them); each input dim's accepted sizes
+        are a bar (`bcast.models.report_html`).
 
         >>> "<pre>" in Report("m.onnx", 3, ()).to_html()
         False
         """
-        items = []
-        for f in self.findings:
-            colour = _HTML_COLOURS[f.severity]
-            where = escape(f"{f.node} ({f.op})")
-            detail = escape(", ".join(f"{n or '-'} {s}" for n, s in f.inputs))
-            picture = f"<pre>{escape(chr(10).join(f.picture))}</pre>" if f.picture else ""
-            items.append(
-                f'<li><b style="color:{colour}">{escape(f.severity.value)}'
-                f"[{escape(f.kind)}]</b> <code>{where}</code>"
-                f"{f' <small>{detail}</small>' if detail else ''}"
-                f"<div>{escape(f.reason)}</div>{picture}</li>"
-            )
-        head = f"<h3>{escape(self._heading())}</h3>"
-        domain = self.domain.lines()
-        runs = f"<p>runs for:</p><pre>{escape(chr(10).join(domain))}</pre>" if domain else ""
-        return head + (f"<ul>{''.join(items)}</ul>" if items else "") + runs
+        return report_html(self)
 
     def _repr_html_(self) -> str:
         return self.to_html()
-
-
-_HTML_COLOURS = {Severity.ERROR: "#c92a2a", Severity.WARNING: "#e67700", Severity.INFO: "#1971c2"}
 
 
 # -- binding symbols -----------------------------------------------------------------------
