@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from bcast.models import DEFAULT_MAX_ELEMENTS, Graph, ModelError, Report, check_graph
+from bcast.models.files import model_file_size
 
 if TYPE_CHECKING:
     from bcast.models.verification import Verification
@@ -55,6 +56,7 @@ def load_graph(source: str | os.PathLike[str] | Any) -> Graph:
         raise ModelError(f"{path}: is a directory, not a model file")
     if not os.path.exists(path):
         raise ModelError(f"{path}: no such file")
+    model_file_size(path)  # a regular file within the limits (not a FIFO or /dev/zero)
     if is_ir(path):
         try:
             from bcast.openvino.reader import read_ir

@@ -148,6 +148,7 @@ def test_json_is_one_object_that_matches_the_schema(models):
         "warnings": 0,
         "info": 0,
         "unreadable": 0,
+        "baselined": 0,
     }
 
 

@@ -279,6 +279,7 @@ def test_every_outcome_has_the_command_shape_and_one_error_type(
 def test_schemas_ship_in_the_package() -> None:
     folder = Path(bcast.cli.__file__).parent / "schemas"
     assert sorted(p.name for p in folder.glob("*.json")) == [
+        "baseline.json",
         "check.json",
         "domain.json",
         "explain.json",

@@ -6,6 +6,9 @@ Each test names the class of input it stands for; the files are in tests/fixture
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +17,8 @@ from click.testing import CliRunner, Result
 
 import bcast
 from bcast.cli import main
+from bcast.loading import load_graph
+from bcast.models import ModelError
 
 HOSTILE = Path(__file__).parent.parent / "fixtures" / "hostile"
 ENV = {"COLUMNS": "100", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
@@ -149,3 +154,59 @@ def test_the_library_limits_refuse_absurd_values(timeout: float, max_memory: int
 
     with pytest.raises(ValueError, match=r"timeout|max_memory"), limits(timeout, max_memory):
         pass
+
+
+# -- special files (item 3) -------------------------------------------------------------------
+
+
+def _special(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """Make a model path that is not a model file; return it and a fragment of the refusal."""
+    if kind == "zero":
+        if not os.path.exists("/dev/zero"):
+            pytest.skip("no /dev/zero")
+        path = tmp_path / "m.onnx"
+        path.symlink_to("/dev/zero")
+        return path, "character device"
+    if kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs here")
+        path = tmp_path / "m.onnx"
+        os.mkfifo(path)
+        return path, "FIFO"
+    if kind == "huge":  # sparse: no disk is used, and no byte may be read
+        path = tmp_path / "m.onnx"
+        with open(path, "wb") as handle:
+            handle.truncate(3 * 2**30)
+        return path, "more than bcast reads"
+    xml = tmp_path / "m.xml"  # an IR whose weights are /dev/zero
+    xml.write_bytes((HOSTILE / "ov_broadcast_bomb.xml").read_bytes())
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    (tmp_path / "m.bin").symlink_to("/dev/zero")
+    return xml, "character device"
+
+
+@pytest.mark.parametrize("command", ["check", "verify", "domain"])
+@pytest.mark.parametrize("kind", ["zero", "huge", "ir-weights"])
+def test_a_model_path_that_is_no_regular_file_is_refused_unread(
+    tmp_path: Path, kind: str, command: str
+) -> None:
+    path, fragment = _special(tmp_path, kind)
+    result = run(command, str(path))
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], result.stderr
+    with pytest.raises(ModelError, match=fragment):
+        load_graph(str(path))
+
+
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
+    path, fragment = _special(tmp_path, "fifo")
+    for command in ("check", "verify", "domain"):
+        done = subprocess.run(
+            [sys.executable, "-m", "bcast", command, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,  # before the fix: blocked forever in open()
+        )
+        assert done.returncode == 2 and fragment in done.stderr, done.stderr

@@ -111,7 +111,9 @@ def test_a_mutant_node_the_runtimes_reject_is_rejected_there_by_every_side(name:
         assert result["harness"] is False, (runtime, result["error"])
         assert node["comparisons"][runtime]["agree"] is True  # both reject
     assert data["summary"]["harness_errors"] == 0
-    assert code == 0
+    # Every side agrees, and the node fails there: a finding of its own (issue 40).
+    assert node["fails_everywhere"] is True
+    assert code == 1
 
 
 def test_bcast_names_gemm_c_and_openvino_keeps_the_shapes() -> None:

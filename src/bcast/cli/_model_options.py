@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import click
@@ -14,11 +14,14 @@ from bcast.core.text import safe_text
 from bcast.models.isolation import DEFAULT_TIMEOUT, limits
 
 __all__ = [
+    "DimBinding",
     "dim_option",
+    "dim_text",
     "dims_of_bindings",
     "limit_options",
     "model_limits",
     "one_line",
+    "parse_binding",
     "parse_bytes",
     "plural",
     "warn_unused",
@@ -31,30 +34,64 @@ def one_line(text: str) -> str:
     return first if len(first) <= 300 else first[:297] + "..."
 
 
+DimBinding = tuple[str, int | tuple[int, int | None]]
+"""A ``--dim``: a name and a size, or a range of sizes ``(lo, hi)`` (``hi`` None: no bound)."""
+
 if TYPE_CHECKING:  # click 8.5 makes ParamType generic; older clicks cannot subscript it
-    _BindingParam = click.ParamType[tuple[str, int]]
+    _BindingParam = click.ParamType[DimBinding]
 else:
     _BindingParam = click.ParamType
 
 
-class _DimBinding(_BindingParam):
-    """``NAME=VALUE``: a value for a symbolic dim."""
+def _size(name: str, digits: str, what: str) -> int:
+    if len(digits.lstrip("0")) > len(str(MAX_DIM)) or int(digits) > MAX_DIM:
+        raise ValueError(f"--dim {name!r:.40}: {what} must be at most 2**63-1 (int64)")
+    return int(digits)
 
-    name = "NAME=VALUE"
+
+def parse_binding(text: str) -> DimBinding:
+    """Read ``NAME=VALUE``, ``NAME=LO..HI`` or ``NAME=LO..``; ValueError with the reason.
+
+    >>> parse_binding("batch=4"), parse_binding("seq=1..512"), parse_binding("seq=8..")
+    (('batch', 4), ('seq', (1, 512)), ('seq', (8, None)))
+    >>> parse_binding("seq=3..3")
+    ('seq', 3)
+    """
+    name, sep, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    lo, dots, hi = value.partition("..")
+    if not (sep and name and _digits(lo) and (not hi or _digits(hi))):
+        raise ValueError(
+            "expected NAME=VALUE with a non-negative integer VALUE, or a range NAME=LO..HI "
+            f"or NAME=LO.. of sizes from 1; got {text!r:.80}"
+        )
+    low = _size(name, lo, "VALUE" if not dots else "LO")
+    if not dots:
+        return name, low
+    high = _size(name, hi, "HI") if hi else None
+    if low < 1 or (high is not None and high < low):
+        raise ValueError(f"--dim {name!r:.40}: a range LO..HI takes sizes from 1, with LO <= HI")
+    return (name, low) if high == low else (name, (low, high))
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+class _DimBinding(_BindingParam):
+    """``NAME=VALUE`` (a value for a symbolic dim) or ``NAME=LO..HI`` / ``NAME=LO..``."""
+
+    name = "NAME=VALUE|LO..HI"
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> tuple[str, int]:
+    ) -> DimBinding:
         if isinstance(value, tuple):
-            return (str(value[0]), int(value[1]))
-        text = str(value)
-        name, sep, number = text.partition("=")
-        digits = number.strip()
-        if not sep or not name.strip() or not (digits.isascii() and digits.isdigit()):
-            self.fail(f"expected NAME=VALUE with a non-negative integer VALUE; got {text!r:.80}")
-        if len(digits.lstrip("0")) > len(str(MAX_DIM)) or int(digits) > MAX_DIM:
-            self.fail(f"--dim {name.strip()!r:.40}: VALUE must be at most 2**63-1 (int64)")
-        return name.strip(), int(digits)
+            return value  # already converted (a default)
+        try:
+            return parse_binding(str(value))
+        except ValueError as err:
+            self.fail(str(err))
 
 
 dim_option = click.option(
@@ -62,20 +99,32 @@ dim_option = click.option(
     "bindings",
     multiple=True,
     type=_DimBinding(),
-    help="Give a symbolic dim a value, e.g. --dim batch=4 (repeatable).",
+    help="Give a symbolic dim a value, e.g. --dim batch=4, or a range of sizes to prove "
+    "the model for, e.g. --dim seq=1..512 or --dim seq=1.. (repeatable).",
 )
 
 
-def dims_of_bindings(bindings: Sequence[tuple[str, int]]) -> dict[str, int]:
-    """Turn the --dim bindings into a mapping of names to values."""
+def dims_of_bindings(bindings: Sequence[DimBinding]) -> dict[str, int | tuple[int, int | None]]:
+    """Turn the --dim bindings into a mapping of names to values or ranges."""
     return dict(bindings)
 
 
-def warn_unused(unused: Sequence[str], dims: dict[str, int]) -> None:
+def dim_text(value: int | tuple[int, int | None]) -> str:
+    """Write a ``--dim`` value back as it is typed (``4``, ``1..512``, ``8..``).
+
+    >>> dim_text(4), dim_text((1, 512)), dim_text((8, None))
+    ('4', '1..512', '8..')
+    """
+    if isinstance(value, int):
+        return str(value)
+    return f"{value[0]}..{'' if value[1] is None else value[1]}"
+
+
+def warn_unused(unused: Sequence[str], dims: Mapping[str, int | tuple[int, int | None]]) -> None:
     """Warn on stderr about ``--dim`` bindings whose name no dim of the model has."""
     for name in unused:
         click.echo(
-            f"bcast: warning: --dim {name}={dims[name]}: no input of the model has a dim "
+            f"bcast: warning: --dim {name}={dim_text(dims[name])}: no input of the model has a dim "
             f"named {name!r}; ignored",
             err=True,
         )

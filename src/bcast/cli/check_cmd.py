@@ -30,11 +30,14 @@ from bcast.models import (
     Severity,
     check_graph,
 )
+from bcast.models.baseline import fails, write_baseline
 from bcast.models.isolation import prestart
+from bcast.models.ranges import DimValue
 from bcast.models.verification import unused_dims
 
 from ._ci_formats import FORMATS, github_annotations, html_report, sarif_log
 from ._model_options import (
+    DimBinding,
     dim_option,
     dims_of_bindings,
     limit_options,
@@ -48,11 +51,13 @@ from ._output import (
     emit_json,
     error_json,
     exit_with,
+    fail_usage,
     pack,
     stderr_console,
     stdout_console,
 )
 from ._output import output_format as resolve_format
+from ._policy import Policy, policy_options, resolve_policy
 from ._safe_output import write_commands
 
 __all__ = ["check", "check_skeleton"]
@@ -80,7 +85,7 @@ def _ticks(progress: Progress, task: Any) -> Iterator[None]:
 
 
 def _run_check(
-    graph: Graph, dims: dict[str, int], max_elements: int, show_progress: bool
+    graph: Graph, dims: Mapping[str, DimValue], max_elements: int, show_progress: bool
 ) -> Report:
     if not show_progress or len(graph.nodes) <= PROGRESS_NODES:
         return check_graph(graph, dims=dims, max_elements=max_elements)
@@ -105,6 +110,8 @@ def _run_check(
 Examples:
   bcast check model.onnx
   bcast check model.onnx --dim batch=4 --dim seq=128
+  bcast check model.onnx --dim seq=1..512    (prove every seq from 1 to 512)
+  bcast check models/*.onnx --fail-on error --baseline bcast-baseline.json
   bcast check model.xml --json
   bcast check models/*.onnx --format sarif > bcast.sarif
   bcast check model.onnx --format github    (annotations in a GitHub Actions log)""",
@@ -121,6 +128,7 @@ Examples:
     help="Report broadcast outputs with more elements than this.",
 )
 @limit_options
+@policy_options
 @click.option(
     "--format",
     "output_format",
@@ -138,6 +146,9 @@ def check(
     max_elements: int,
     timeout: float,
     max_memory: int | None,
+    fail_on: str | None,
+    baseline: str | None,
+    write_baseline: str | None,
     output_format: str | None,
     as_json: bool,
 ) -> None:
@@ -150,23 +161,32 @@ def check(
     Broadcast outputs, and OpenVINO attribute pitfalls (a pdpd node without an axis).
 
     A --dim whose name no dim of any model has is reported with a warning (and under
-    "unused_dims" in the JSON).
+    "unused_dims" in the JSON). --dim NAME=LO..HI (or LO..) proves the model for every
+    size in the range: a condition met at no size of it is no finding, one met inside it
+    is an error (fails-in-range) at the first size where it fails.
+
+    --fail-on, --baseline and --dim may also be set in a [tool.bcast] table of the
+    nearest pyproject.toml (from the current directory upward); the command line wins.
 
     ONNX shape inference and OpenVINO read each model in a separate process, limited by
     --timeout and --max-memory: a crash, a timeout or memory exhausted makes that model
     unreadable (one line), and the next model is checked.
 
-    Exit status: 0 clean (info notes only), 1 findings, 2 unreadable input.
+    Exit status: 0 clean (no finding at or above --fail-on, default warning, that the
+    baseline does not hold), 1 findings, 2 unreadable input (or baseline).
     """
     fmt = resolve_format(
         output_format, as_json, command_path="bcast check", skeleton=check_skeleton
     )
     as_json = fmt == "json"
-    dims = dims_of_bindings(bindings)
+    policy = _policy(fail_on, baseline, write_baseline, bindings, as_json)
+    dims = policy.dims
     console = stdout_console()
     show_progress = fmt == "text" and sys.stderr.isatty()
     results: list[tuple[str, Report | str]] = []
     graphs: list[Graph] = []
+    found: list[tuple[str, Report]] = []  # before the baseline: what --write-baseline writes
+    baselined = 0
     with model_limits(timeout, max_memory):
         prestart()  # the worker's interpreter starts while the first model is parsed
     for path in _without_weights(models):
@@ -184,11 +204,18 @@ def check(
             click.echo(f"bcast: {one_line(str(err))}", err=True)
             continue
         results.append((path, report))
+        found.append((path, report))
+        if policy.baseline is not None:
+            report, known = policy.baseline.apply(path, report)
+            results[-1] = (path, report)
+            baselined += known
         if fmt == "text":
             _render_report(console, loaded, report)
     unused = unused_dims(graphs, dims) if graphs else []
     warn_unused(unused, dims)
-    summary = _summary(results)
+    summary = {**_summary(results), "baselined": baselined}
+    if policy.write_baseline is not None:
+        _write_baseline(policy.write_baseline, found, as_json)
     if as_json:
         emit_json(
             {
@@ -208,14 +235,49 @@ def check(
         _render_summary(console, summary)
     if summary["unreadable"]:
         exit_with(ExitCode.USAGE)
-    if any(isinstance(r, Report) and r.failed for _, r in results):
+    if policy.write_baseline is None and any(
+        fails(f.severity, policy.fail_on)
+        for _, r in results
+        if isinstance(r, Report)
+        for f in r.findings
+    ):
         exit_with(ExitCode.FINDINGS)
     exit_with(ExitCode.OK)
 
 
+def _policy(
+    fail_on: str | None,
+    baseline: str | None,
+    write: str | None,
+    bindings: Sequence[DimBinding],
+    as_json: bool,
+) -> Policy:
+    """Resolve the settings (command line, then [tool.bcast]); a usage error if they are bad."""
+    try:
+        return resolve_policy(
+            fail_on.lower() if fail_on else None, baseline, write, dims_of_bindings(bindings)
+        )
+    except (ValueError, ModelError) as err:
+        fail_usage(
+            one_line(str(err)),
+            command_path="bcast check",
+            as_json=as_json,
+            payload=check_skeleton(),
+        )
+
+
+def _write_baseline(path: str, found: Sequence[tuple[str, Report]], as_json: bool) -> None:
+    try:
+        count = write_baseline(path, found)
+    except ModelError as err:
+        fail_usage(str(err), command_path="bcast check", as_json=as_json, payload=None)
+    click.echo(f"bcast: wrote the baseline {path} ({plural(count, 'finding')})", err=True)
+
+
 def check_skeleton() -> dict[str, Any]:
     """Return check's JSON with every member empty (what a usage error fills in)."""
-    return {"models": [], "unused_dims": [], "summary": _summary([]), "error": None}
+    summary = {**_summary([]), "baselined": 0}
+    return {"models": [], "unused_dims": [], "summary": summary, "error": None}
 
 
 def _without_weights(paths: Sequence[str]) -> list[str]:
@@ -356,6 +418,8 @@ def _render_summary(console: Console, summary: dict[str, int]) -> None:
     ]
     if summary["unreadable"]:
         parts.append((f"{summary['unreadable']} unreadable", "bold red"))
+    if summary.get("baselined"):
+        parts.append((f"{summary['baselined']} in the baseline", "dim"))
     lines = pack(
         [t for t, _ in parts], max(console.width, 40), first=head + " ", sep=", ", indent="  "
     )

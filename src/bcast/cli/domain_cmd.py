@@ -12,6 +12,8 @@ import os
 import shutil
 import sys
 import textwrap
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, NoReturn
 
 import click
@@ -20,9 +22,18 @@ from bcast.core.text import safe_text
 from bcast.loading import check as check_model
 from bcast.loading import is_ir
 from bcast.models import ModelError
+from bcast.models.domain import Domain, Imposed
+from bcast.models.ranges import decide, split_dims
 from bcast.onnx.metadata import write_domain_metadata
 
-from ._model_options import dim_option, dims_of_bindings, limit_options, model_limits, one_line
+from ._model_options import (
+    dim_option,
+    dim_text,
+    dims_of_bindings,
+    limit_options,
+    model_limits,
+    one_line,
+)
 from ._output import ExitCode, emit_json, error_json, exit_with
 
 __all__ = ["domain"]
@@ -34,6 +45,7 @@ __all__ = ["domain"]
 Examples:
   bcast domain model.onnx
   bcast domain model.onnx --dim seq=65
+  bcast domain model.onnx --dim seq=1..512    (inside for every seq from 1 to 512?)
   bcast domain model.xml --json""",
 )
 @click.argument("model", metavar="MODEL")
@@ -66,7 +78,8 @@ def domain(
     torch.export Dim lines and the OpenVINO model.reshape partial shapes that say it.
 
     With --dim values, says whether that point is inside the domain and, when it is not,
-    the first node that fails there.
+    the first node that fails there. --dim NAME=LO..HI (or LO..) asks the same of every
+    size in the range, and names the first size where a node fails.
 
     Exit status: 0 the model runs (at the --dim point), 1 it runs for no sizes (or not at
     the --dim point), 2 unreadable input.
@@ -91,7 +104,7 @@ def domain(
             write_domain_metadata(model, metadata_path, found)
         except (ModelError, OSError) as err:
             _fail(model, one_line(f"{model}: cannot write {metadata_path}: {err}"), as_json)
-    failure = found.first_failure(dims) if dims else None
+    failure = _failure(found, dims)
     unknown = [n for n in dims if found.dim(n) is None]
     if as_json:
         emit_json(
@@ -99,7 +112,7 @@ def domain(
                 "path": model,
                 "domain": found.to_json(),
                 "point": {
-                    "dims": dims,
+                    "dims": {k: v if isinstance(v, int) else dim_text(v) for k, v in dims.items()},
                     "inside": failure is None,
                     "fails_at": None if failure is None else failure.to_json(),
                     "unknown_dims": unknown,
@@ -116,7 +129,7 @@ def domain(
                 f"bcast: warning: --dim {name}: the model has no input dim {name!r}", err=True
             )
         if dims:
-            point = ", ".join(f"{k}={v}" for k, v in dims.items())
+            point = ", ".join(f"{k}={dim_text(v)}" for k, v in dims.items())
             if failure is None:
                 click.echo(f"\nat {point}: inside the domain")
             else:
@@ -125,6 +138,20 @@ def domain(
     if found.is_empty or failure is not None:
         exit_with(ExitCode.FINDINGS)
     exit_with(ExitCode.OK)
+
+
+def _failure(found: Domain, dims: Mapping[str, int | tuple[int, int | None]]) -> Imposed | None:
+    """Return where the model fails at the --dim sizes, or anywhere in the --dim ranges."""
+    points, ranges = split_dims(dims)
+    failure = found.first_failure(points) if points else None
+    if failure is not None or not ranges:
+        return failure
+    failing = decide(found, ranges, points).failing
+    if not failing:
+        return None
+    imposed, at = next(iter(failing.values()))
+    where = ", ".join(f"{k}={v}" for k, v in at.items())
+    return replace(imposed, reason=f"fails at {where}: {imposed.reason}")
 
 
 def _fail(model: str, message: str, as_json: bool) -> NoReturn:

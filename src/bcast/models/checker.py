@@ -37,6 +37,7 @@ from bcast.models.graph import (
     topological_order,
 )
 from bcast.models.node_checks import check_node
+from bcast.models.ranges import DimValue, prove_ranges, split_dims
 from bcast.models.provenance import name_sources
 
 __all__ = ["DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"]
@@ -61,7 +62,7 @@ def _topological(nodes: Sequence[Node], path: str) -> list[Node]:
 def check_graph(
     graph: Graph,
     *,
-    dims: Mapping[str, int] | None = None,
+    dims: Mapping[str, DimValue] | None = None,
     max_elements: int = DEFAULT_MAX_ELEMENTS,
     progress: Iterable[None] | None = None,
 ) -> Report:
@@ -71,8 +72,10 @@ def check_graph(
     ----------
     graph : Graph
         A model as a reader produced it.
-    dims : mapping of str to int, optional
+    dims : mapping of str to int or range, optional
         Values for symbolic dims (``--dim batch=4``); bound symbols are checked as values.
+        A range (``(1, 512)``, ``"1..512"``, ``"1.."``) claims every size in it: the
+        domain decides the conditions on that dim there (`bcast.models.ranges`).
     max_elements : int, default 2**31
         Broadcast outputs with more elements are reported.
     progress : iterable, optional
@@ -98,19 +101,18 @@ def check_graph(
     >>> [f.kind for f in check_graph(g, dims={"batch": 3}).findings]
     ['incompatible']
     """
+    points, ranges = split_dims(dims)
     unchecked: list[Unchecked] = []
     records: list[Record] = []
-    findings, _ = _walk(
-        graph, dict(dims or {}), max_elements, progress, unchecked=unchecked, collect=records
-    )
-    domain = solve_domain(graph, records, bind_expressions(dict(dims or {}), graph.expressions))
+    findings, _ = _walk(graph, points, max_elements, progress, unchecked=unchecked, collect=records)
+    domain = solve_domain(graph, records, bind_expressions(points, graph.expressions))
     if domain.empty_at and not any(f.severity is Severity.ERROR for f in findings):
         at = domain.empty_at[-1]
         reason = f"no input sizes make this model run: {domain.empty}"
         findings.append(
             Finding(Severity.ERROR, "empty-domain", at.node, at.op, (), None, None, reason)
         )
-    return Report(
+    report = Report(
         graph.path,
         _count(graph),
         tuple(_unexplained_refusals(name_sources(graph, list(dict.fromkeys(findings))))),
@@ -118,6 +120,7 @@ def check_graph(
         tuple(unchecked),
         domain,
     )
+    return prove_ranges(report, ranges)
 
 
 def propagate_shapes(

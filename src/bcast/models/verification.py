@@ -132,6 +132,7 @@ class Skip(str, Enum):
     UNSUPPORTED = "unsupported"  # bcast has no such operator
     UNKNOWN_SHAPE = "unknown-shape"  # no concrete shapes: unknown rank, non-constant target
     TOO_LARGE = "too-large"  # over the memory limit, or a side ran out of memory
+    IN_BODY = "in-body"  # inside an If/Loop/Scan body: its values are not the model's
 
     def __str__(self) -> str:
         return self.value
@@ -179,6 +180,18 @@ class NodeRun:
             return self.mode
         return f"pdpd, {'no axis' if self.axis is None else f'axis {self.axis}'}"
 
+    @property
+    def fails_everywhere(self) -> bool:
+        """True when bcast and every runtime run reject the node (`Verification.failing`)."""
+        ours = self.results.get("bcast")
+        return (
+            ours is not None
+            and ours.value is None
+            and not ours.harness
+            and bool(self.comparisons)
+            and all(c.agree and not c.harness for c in self.comparisons.values())
+        )
+
     def to_json(self) -> dict[str, Any]:
         """Return the run as plain JSON data."""
         return {
@@ -187,6 +200,7 @@ class NodeRun:
             "inputs": [{"name": n, "shape": str(s)} for n, s in self.inputs],
             "mode": self.mode,
             "axis": self.axis,
+            "fails_everywhere": self.fails_everywhere,
             "results": {k: r.to_json() for k, r in self.results.items()},
             "comparisons": {
                 k: {
@@ -231,6 +245,15 @@ class Verification:
         return sum(1 for n in self.nodes if any(not c.harness for c in n.comparisons.values()))
 
     @property
+    def failing(self) -> list[NodeRun]:
+        """Return the nodes that fail in bcast and in every runtime run (at these sizes).
+
+        Every side agreeing is no disagreement, but the model does not run there: a
+        finding of its own (exit 1).
+        """
+        return [n for n in self.nodes if n.fails_everywhere]
+
+    @property
     def nothing_verified(self) -> bool:
         """True when the model has broadcasting nodes but none was compared with a runtime."""
         return self.compared == 0 and bool(self.nodes or self.skipped)
@@ -270,6 +293,7 @@ class Verification:
                 "skipped": len(self.skipped),
                 "disagreements": self.disagreements,
                 "harness_errors": self.harness_errors,
+                "failing": len(self.failing),
             },
             "error": None,
         }
@@ -389,7 +413,7 @@ def dim_names(graph: Graph) -> set[str]:
     return {d.name for shape in shapes for d in shape.dims if d.name is not None}
 
 
-def unused_dims(graphs: Iterable[Graph], dims: Mapping[str, int]) -> list[str]:
+def unused_dims(graphs: Iterable[Graph], dims: Mapping[str, object]) -> list[str]:
     """Return the names in ``dims`` that no dim of any of ``graphs`` has, in ``dims`` order.
 
     >>> from bcast.models import Graph

@@ -42,6 +42,7 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped, 
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
+from bcast.models.files import read_model_file
 from bcast.models.isolation import IsolationError
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.inference import infer, infer_with_claims
@@ -117,12 +118,12 @@ def read_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> Graph:
 
 
 def load_model(path: str) -> onnx.ModelProto:
-    """Read an ONNX file without its external data; `ModelError` if it is not a model."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as err:
-        raise ModelError(f"{path}: cannot read the file ({err.strerror or err})") from None
+    """Read an ONNX file without its external data; `ModelError` if it is not a model.
+
+    Only a regular file within the size limit is read (`bcast.models.files`): not a FIFO,
+    a device or a symlink to one.
+    """
+    data = read_model_file(path)
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)

@@ -20,13 +20,14 @@ from typing import Any, Final
 
 import numpy as np
 from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import parse as safe_parse
+from defusedxml.ElementTree import fromstring as safe_fromstring
 
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity
+from bcast.models.files import model_file_size, read_model_file
 from bcast.models.isolation import run_isolated
 from bcast.openvino.ir_shapes import refine_ir
 
@@ -106,6 +107,9 @@ def read_ir(path: str | os.PathLike[str]) -> Graph:
     """
     xml_path = os.fspath(path)
     layers, edges = _parse_xml(xml_path)
+    weights = os.path.splitext(xml_path)[0] + ".bin"
+    if os.path.lexists(weights):
+        model_file_size(weights)  # OpenVINO and _constant read it: a regular file, or refused
     graph = Graph(path=xml_path, format="openvino")
     shapes, constants, refusal, invented = run_isolated(
         "OpenVINO", "reading the model", _read_with_openvino, xml_path, where=xml_path
@@ -177,8 +181,9 @@ def layer_details(
 
 
 def _parse_xml(path: str) -> tuple[list[_Layer], dict[tuple[str, str], str]]:
+    data = read_model_file(path)  # a regular file within the limits, or ModelError
     try:
-        tree = safe_parse(path, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        root = safe_fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except DefusedXmlException as err:
         raise ModelError(
             f"{path}: refusing unsafe XML: a DTD, entity or external reference "
@@ -186,9 +191,6 @@ def _parse_xml(path: str) -> tuple[list[_Layer], dict[tuple[str, str], str]]:
         ) from None
     except ET.ParseError as err:
         raise ModelError(f"{path}: not an OpenVINO IR: malformed XML ({err})") from None
-    except OSError as err:
-        raise ModelError(f"{path}: cannot read the file ({err.strerror or err})") from None
-    root = tree.getroot()
     if root.tag != "net" or root.find("layers") is None:
         raise ModelError(f"{path}: not an OpenVINO IR (no <net> with <layers>)")
     layers = []
@@ -407,6 +409,11 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
             return node
         key = ELEMENTWISE_AXIS_KEY
         rule = Rule.SELECT if layer.type == "Select" else Rule.ELEMENTWISE
+    elif layer.type == "FakeQuantize":  # its limits broadcast onto X (models/rules_quant.py)
+        mode = _AUTO_BROADCAST.get(data.get("auto_broadcast", "numpy").lower())
+        if mode is None:
+            return node
+        key, rule = ELEMENTWISE_AXIS_KEY, Rule.OPERATOR
     elif layer.type == "Broadcast":
         mode = _BROADCAST_MODE.get(data.get("mode", "numpy").lower())
         if mode is None:

@@ -1,0 +1,289 @@
+"""A model that is right passes CI (issue 40): ranges of sizes, --fail-on, baselines, [tool.bcast].
+
+The verdicts at the edges of a range are onnxruntime's: the model with a 512-row position
+table runs at seq=512 and fails at seq=513 there, so ``--dim seq=1..512`` must pass and
+``--dim seq=1..513`` must fail, at the Gather, at 513.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+import bcast
+from bcast.cli import main
+from bcast.cli._output import load_schema
+from bcast.models import ModelError
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+BERT = str(REAL / "bert_torchscript.onnx")  # one warning: fails when seq > 64
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def _position_model(rows: int = 512) -> onnx.ModelProto:
+    """Token embeddings plus positions 0..seq-1 read from a table of ``rows`` rows."""
+    nodes = [
+        helper.make_node("Shape", ["input_ids"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0),
+        helper.make_node("Range", ["zero", "seq", "one"], ["positions"]),
+        helper.make_node("Gather", ["pos_table", "positions"], ["pos"], name="position_gather"),
+        helper.make_node("Gather", ["tok_table", "input_ids"], ["tok"], name="token_gather"),
+        helper.make_node("Add", ["tok", "pos"], ["out"], name="position_add"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(1, np.int64), "one"),
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+        numpy_helper.from_array(np.zeros((rows, 8), np.float32), "pos_table"),
+        numpy_helper.from_array(np.zeros((100, 8), np.float32), "tok_table"),
+    ]
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, "m", [ids], [out], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.fixture(scope="module")
+def positions(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("ranges") / "positions.onnx"
+    onnx.save(_position_model(), str(path))
+    return str(path)
+
+
+def _runs(path: str, seq: int) -> bool:
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    try:
+        session.run(None, {"input_ids": np.zeros((2, seq), np.int64)})
+    except Exception:  # onnxruntime's own error types
+        return False
+    return True
+
+
+# -- ranges --------------------------------------------------------------------------------
+
+
+def test_a_512_row_position_table_passes_for_1_to_512_and_fails_at_513(positions: str) -> None:
+    assert _runs(positions, 512) and not _runs(positions, 513)  # the peer's verdicts
+    assert run("check", positions, "--dim", "seq=1..512").exit_code == 0
+    result = run("check", positions, "--dim", "seq=1..513", "--json")
+    assert result.exit_code == 1
+    (model,) = json.loads(result.stdout)["models"]
+    (finding,) = model["findings"]
+    assert (finding["kind"], finding["severity"]) == ("fails-in-range", "error")
+    assert finding["node"] == "position_gather"
+    assert finding["reason"].startswith("fails at seq=513, inside --dim seq=1..513")
+    jsonschema.validate(json.loads(result.stdout), load_schema("check"))
+    unbounded = run("check", positions, "--dim", "seq=8..")
+    assert unbounded.exit_code == 1 and "fails at seq=513" in unbounded.stdout
+
+
+def test_the_range_decides_a_conditional_finding_of_a_real_bert() -> None:
+    # tests/unit/test_domain.py runs this fixture in onnxruntime: seq 64 runs, 65 fails.
+    assert run("check", BERT).exit_code == 1  # warning: fails when seq > 64
+    assert run("check", BERT, "--dim", "seq=1..64", "--dim", "batch=1..8").exit_code == 0
+    result = run("check", BERT, "--dim", "seq=1..65")
+    assert result.exit_code == 1
+    assert "error[fails-in-range] /model/embeddings/Add_1" in result.stdout
+    assert "fails at seq=65, inside --dim seq=1..65" in " ".join(result.stdout.split())
+
+
+def test_the_python_api_takes_ranges(positions: str) -> None:
+    assert bcast.check(positions, dims={"seq": (1, 512)}).ok
+    assert bcast.check(positions, dims={"seq": "1..512", "batch": 3}).ok
+    report = bcast.check(positions, dims={"seq": (1, 513)})
+    assert [f.kind for f in report.findings] == ["fails-in-range"]
+    with pytest.raises(ValueError, match="range of sizes from 1"):
+        bcast.check(positions, dims={"seq": (0, 5)})
+
+
+@pytest.mark.parametrize("text", ["seq=0..5", "seq=9..3", "seq=..5", "seq=1..x", "seq=1..2..3"])
+def test_a_bad_range_is_a_usage_error(positions: str, text: str) -> None:
+    result = run("check", positions, "--dim", text)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+def test_domain_and_verify_take_ranges(positions: str) -> None:
+    assert run("domain", positions, "--dim", "seq=1..512").exit_code == 0
+    outside = run("domain", positions, "--dim", "seq=1..513")
+    assert outside.exit_code == 1 and "seq=513" in outside.stdout
+    doc = json.loads(run("domain", positions, "--dim", "seq=1..513", "--json").stdout)
+    jsonschema.validate(doc, load_schema("domain"))
+    assert doc["point"]["inside"] is False and doc["point"]["fails_at"]["node"] == "position_gather"
+
+
+# -- --fail-on -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("threshold", "code"), [("error", 0), ("warning", 1), ("info", 1), ("never", 0), ("ERROR", 0)]
+)
+def test_fail_on_decides_the_exit_status_of_a_warning(threshold: str, code: int) -> None:
+    assert run("check", BERT, "--fail-on", threshold).exit_code == code
+
+
+def test_fail_on_never_still_exits_2_on_an_unreadable_model(tmp_path: Path) -> None:
+    assert run("check", str(tmp_path / "missing.onnx"), "--fail-on", "never").exit_code == 2
+
+
+def test_the_python_api_raises_at_the_threshold() -> None:
+    assert bcast.check(BERT, fail_on="error").findings  # a warning: no raise
+    with pytest.raises(ModelError, match=r"warning\[conditional\] node /model/embeddings/Add_1"):
+        bcast.check(BERT, fail_on="warning")
+    with pytest.raises(ValueError, match="fail_on takes"):
+        bcast.check(BERT, fail_on="warnings")
+
+
+# -- baselines -----------------------------------------------------------------------------
+
+
+def _two_adds() -> onnx.ModelProto:
+    """Two Adds that cannot broadcast: two findings of one rule in one model."""
+    nodes = [
+        helper.make_node("Add", ["x", "y"], ["a"], name="first"),
+        helper.make_node("Add", ["x", "y"], ["b"], name="second"),
+    ]
+    f = TensorProto.FLOAT
+    inputs = [
+        helper.make_tensor_value_info("x", f, [2, 3]),
+        helper.make_tensor_value_info("y", f, [4]),
+    ]
+    outputs = [helper.make_tensor_value_info(n, f, None) for n in ("a", "b")]
+    model = helper.make_model(
+        helper.make_graph(nodes, "m", inputs, outputs), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    model.ir_version = 8
+    return model
+
+
+def test_a_baseline_lets_known_findings_pass_and_new_ones_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    onnx.save(_two_adds(), "two.onnx")
+    written = run("check", BERT, "--write-baseline", "known.json")
+    assert written.exit_code == 0
+    doc = json.loads(Path("known.json").read_text())
+    jsonschema.validate(doc, load_schema("baseline"))
+    assert [(f["node"], f["kind"]) for f in doc["findings"]] == [
+        ("/model/embeddings/Add_1", "conditional")
+    ]
+    known = run("check", BERT, "--baseline", "known.json", "--json")
+    assert known.exit_code == 0
+    assert json.loads(known.stdout)["summary"]["baselined"] == 1
+    assert json.loads(known.stdout)["models"][0]["findings"] == []
+    new = run("check", BERT, "two.onnx", "--baseline", "known.json")
+    assert new.exit_code == 1 and "error[incompatible] first" in new.stdout
+    assert "1 in the baseline" in new.stdout
+    # Two findings of one rule in one model are two entries, each known on its own.
+    run("check", "two.onnx", "--write-baseline", "two.json")
+    entries = json.loads(Path("two.json").read_text())["findings"]
+    assert len({e["fingerprint"] for e in entries}) == 2
+    Path("one.json").write_text(json.dumps({**doc, "findings": entries[:1]}))
+    partial = run("check", "two.onnx", "--baseline", "one.json", "--json")
+    assert partial.exit_code == 1
+    assert [f["node"] for f in json.loads(partial.stdout)["models"][0]["findings"]] == ["second"]
+    assert bcast.check("two.onnx", baseline="two.json").ok
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"schema_version": 2, "findings": []}', ""])
+def test_a_bad_baseline_is_a_usage_error(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "bad.json"
+    if content:
+        path.write_text(content)
+    result = run("check", BERT, "--baseline", str(path))
+    assert result.exit_code == 2
+    assert str(path) in result.output and "Traceback" not in result.output
+
+
+# -- [tool.bcast] --------------------------------------------------------------------------
+
+
+def test_pyproject_settings_apply_from_a_subfolder_and_the_command_line_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.bcast]\nfail-on = "error"\n'
+    )
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert run("check", BERT).exit_code == 0
+    assert run("check", BERT, "--fail-on", "warning").exit_code == 1
+    (tmp_path / "pyproject.toml").write_text('[tool.bcast]\ndims = { seq = "1..65" }\n')
+    assert run("check", BERT).exit_code == 1
+    assert run("check", BERT, "--dim", "seq=1..64").exit_code == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.bcast]\ndims = { seq = "1..64" }\n')
+    assert run("check", BERT).exit_code == 0
+
+
+def test_pyproject_baseline_is_relative_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ci").mkdir()
+    assert run("check", BERT, "--write-baseline", "ci/known.json").exit_code == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.bcast]\nbaseline = "ci/known.json"\n')
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert run("check", BERT).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "table",
+    ['fail-on = "warnings"', 'failon = "error"', "dims = 3", 'dims = { seq = "0..9" }', "[[x"],
+)
+def test_a_bad_pyproject_table_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.bcast]\n{table}\n")
+    monkeypatch.chdir(tmp_path)
+    result = run("check", BERT)
+    assert result.exit_code == 2
+    assert "pyproject.toml" in result.output and "Traceback" not in result.output
+
+
+# -- verify: a node that fails everywhere --------------------------------------------------
+
+
+def test_verify_reports_a_node_that_fails_in_bcast_and_every_runtime(tmp_path: Path) -> None:
+    pytest.importorskip("openvino")
+    f = TensorProto.FLOAT
+    add = helper.make_node("Add", ["x", "pos"], ["y"], name="position_add")
+    x = helper.make_tensor_value_info("x", f, ["batch", "seq", 8])
+    y = helper.make_tensor_value_info("y", f, None)
+    table = numpy_helper.from_array(np.zeros((16, 8), np.float32), "pos")
+    model = helper.make_model(
+        helper.make_graph([add], "m", [x], [y], [table]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    model.ir_version = 8
+    path = str(tmp_path / "pos16.onnx")
+    onnx.save(model, path)
+    result = run("verify", path, "--dim", "seq=32", "--json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, load_schema("verify"))
+    (node,) = doc["nodes"]
+    # Each side's own error: the runtimes reject the Add at seq=32 themselves.
+    assert all(node["results"][side]["error"] for side in ("bcast", "onnxruntime", "openvino"))
+    assert node["fails_everywhere"] is True
+    assert doc["summary"]["failing"] == 1 and doc["summary"]["disagreements"] == 0
+    text = " ".join(run("verify", path, "--dim", "seq=32").stdout.split())
+    assert "1 node fails in bcast and in every runtime at these sizes: position_add (Add)" in text
+    assert f"bcast check {path} --dim NAME=LO..HI" in text
+    inside = run("verify", path, "--dim", "seq=1..16", "--json")
+    assert inside.exit_code == 0
+    assert json.loads(inside.stdout)["nodes"][0]["inputs"][0]["shape"] == "[2,16,8]"
