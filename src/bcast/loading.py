@@ -10,8 +10,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bcast.models import DEFAULT_MAX_ELEMENTS, Graph, ModelError, Report, check_graph
+from bcast.models import DEFAULT_MAX_ELEMENTS, Graph, ModelError, Report, Severity, check_graph
+from bcast.models.baseline import Baseline, fails, read_baseline
 from bcast.models.files import model_file_size
+from bcast.models.ranges import DimValue
 
 if TYPE_CHECKING:
     from bcast.models.verification import Verification
@@ -94,9 +96,11 @@ def verifier_for(path: str) -> Callable[..., Verification]:
 def check(
     model: str | os.PathLike[str] | Any,
     *,
-    dims: Mapping[str, int] | None = None,
+    dims: Mapping[str, DimValue] | None = None,
     max_elements: int = DEFAULT_MAX_ELEMENTS,
     raise_on_error: bool = False,
+    fail_on: str | None = None,
+    baseline: str | os.PathLike[str] | Baseline | None = None,
 ) -> Report:
     """Check the broadcasting nodes of a model; the Python form of ``bcast check``.
 
@@ -104,13 +108,22 @@ def check(
     ----------
     model : str, path or onnx.ModelProto
         An ONNX model (file or ``ModelProto``) or an OpenVINO IR (its ``.xml``).
-    dims : mapping of str to int, optional
-        Values for symbolic dims (``{"batch": 4}``), as ``--dim`` gives them.
+    dims : mapping of str to int or range, optional
+        Values for symbolic dims (``{"batch": 4}``), as ``--dim`` gives them; or ranges of
+        sizes to prove the model for (``{"seq": (1, 512)}``, ``"1..512"``, ``"1.."``): a
+        condition met at no size of the range is no finding; one met inside it is an error
+        (``fails-in-range``) at the first size where it fails.
     max_elements : int, default 2**31
         Broadcast outputs with more elements are reported.
     raise_on_error : bool, default False
         Raise `ModelError` when the report has an error finding, as
-        ``onnx.checker.check_model`` raises.
+        ``onnx.checker.check_model`` raises (the same as ``fail_on="error"``).
+    fail_on : {"error", "warning", "info", "never"}, optional
+        Raise `ModelError` when a finding of this severity or a higher one is found
+        (``--fail-on``; None or ``"never"``: never raise).
+    baseline : path or Baseline, optional
+        A baseline file (``bcast check --write-baseline``): the findings it holds are left
+        out of the report, so that only new ones count.
 
     Returns
     -------
@@ -120,7 +133,10 @@ def check(
     Raises
     ------
     ModelError
-        If the model cannot be read, or (``raise_on_error``) has an error finding.
+        If the model or the baseline cannot be read, or (``fail_on``, ``raise_on_error``)
+        a finding fails the check.
+    ValueError
+        If a value of ``dims`` or ``fail_on`` is not one of those above.
 
     Examples
     --------
@@ -130,11 +146,19 @@ def check(
     ...
     bcast.models.ModelError: no-such-model.onnx: no such file
     """
+    threshold = "error" if raise_on_error and fail_on is None else fail_on or "never"
+    fails(Severity.ERROR, threshold)  # a ValueError for a threshold it does not know
+    known = read_baseline(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
     report = check_graph(load_graph(model), dims=dims, max_elements=max_elements)
-    if raise_on_error and report.errors:
-        first = report.errors[0]
+    if known is not None:
+        path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else report.path
+        report, _ = known.apply(path, report)
+    failing = [f for f in report.findings if fails(f.severity, threshold)]
+    if failing:
+        first = failing[0]
         raise ModelError(
-            f"{report.path}: {len(report.errors)} broadcasting error(s); first: node "
-            f"{first.node} ({first.op}): {first.reason}"
+            f"{report.path}: {len(failing)} broadcasting finding(s) at or above "
+            f"{threshold}; first: {first.severity.value}[{first.kind}] node {first.node} "
+            f"({first.op}): {first.reason}"
         )
     return report

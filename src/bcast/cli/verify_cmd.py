@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -30,6 +30,7 @@ from bcast.models.verification import observe
 
 from ._model_options import (
     dim_option,
+    dim_text,
     dims_of_bindings,
     limit_options,
     model_limits,
@@ -64,6 +65,7 @@ RUNTIMES = ("onnxruntime", "openvino")
 Examples:
   bcast verify model.onnx
   bcast verify model.onnx --runtime onnxruntime --dim batch=3 --seed 7 --json
+  bcast verify model.onnx --dim seq=1..512    (runs at seq=512)
   bcast verify model.xml""",
 )
 @click.argument("model", metavar="MODEL", type=click.Path(dir_okay=True))
@@ -115,9 +117,14 @@ def verify(
     external data is read only from files inside the model's folder. A --dim whose name
     no dim of the model has is reported with a warning.
 
+    A node that fails in bcast and in every runtime at the sizes run is a finding too:
+    they agree, but the model does not run there. A --dim range (seq=1..512) runs at its
+    largest size (at LO for LO..); bcast check proves every size of it.
+
     Exit status: 0 every runtime agrees with bcast on the nodes run (or the model has no
-    broadcasting node), 1 disagreements found or a harness error (bcast could not make a
-    well-formed request of a runtime: its own bug, never reported as the runtime's), 2
+    broadcasting node), 1 disagreements found, a node that fails everywhere, or a harness
+    error (bcast could not make a well-formed request of a runtime: its own bug, never
+    reported as the runtime's), 2
     unusable input: unreadable, or broadcasting nodes of which none could be run and
     compared (nothing verified; the report still says why for each node).
     """
@@ -136,7 +143,7 @@ def verify(
         verifier = verifier_for(model)
     except ModelError as err:
         _unusable(request, one_line(str(err)), as_json)
-    dims = dims_of_bindings(bindings)
+    dims, ran_at = _sizes(dims_of_bindings(bindings))
     try:
         with (
             model_limits(timeout, max_memory),
@@ -150,6 +157,7 @@ def verify(
         message = f"{model}: cannot use the model ({type(err).__name__}: {err})"
         _unusable(request, one_line(message), as_json)
     warn_unused(outcome.unused_dims, dims)
+    outcome.notes[:0] = ran_at
     nothing = None
     if outcome.nothing_verified and not outcome.disagreements:
         reason = "no broadcasting node could be run and compared with a runtime"
@@ -159,7 +167,7 @@ def verify(
         emit_json({**outcome.to_json(), "error": failure})
     else:
         _render_verify(stdout_console(), outcome)
-    if outcome.disagreements or outcome.harness_errors:
+    if outcome.disagreements or outcome.harness_errors or outcome.failing:
         exit_with(ExitCode.FINDINGS)
     if nothing is not None:
         click.echo(f"bcast: {nothing}", err=True)
@@ -183,9 +191,31 @@ def verify_skeleton() -> dict[str, Any]:
             "skipped": 0,
             "disagreements": 0,
             "harness_errors": 0,
+            "failing": 0,
         },
         "error": None,
     }
+
+
+def _sizes(dims: Mapping[str, int | tuple[int, int | None]]) -> tuple[dict[str, int], list[str]]:
+    """Run a --dim range at one size: its largest (its smallest when it has no upper bound).
+
+    Returns the sizes and the notes that say so.
+    """
+    sizes: dict[str, int] = {}
+    notes = []
+    for name, value in dims.items():
+        if isinstance(value, int):
+            sizes[name] = value
+            continue
+        lo, hi = value
+        sizes[name] = lo if hi is None else hi
+        notes.append(
+            f"--dim {name}={dim_text(value)}: run at {name}={sizes[name]} (the range's "
+            f"{'smallest' if hi is None else 'largest'} size); bcast check --dim "
+            f"{name}={dim_text(value)} proves every size of it"
+        )
+    return sizes, notes
 
 
 def _unusable(request: tuple[str, list[str], int], message: str, as_json: bool) -> NoReturn:
@@ -315,7 +345,10 @@ def _say(console: Console, text: str, width: int, style: str = "", subsequent: s
 
 
 def _render_outcome(console: Console, outcome: Verification) -> None:
-    """Print the closing line: disagreements, harness errors, or that all runtimes agree."""
+    """Print the closing lines: disagreements, harness errors, or that all runtimes agree.
+
+    Then the nodes that fail in bcast and in every runtime (they agree; the model fails).
+    """
     skipped = f"; {len(outcome.skipped)} skipped (see the notes)" if outcome.skipped else ""
     if outcome.harness_errors:
         line = (
@@ -338,3 +371,16 @@ def _render_outcome(console: Console, outcome: Verification) -> None:
         console.print(Text("no broadcasting node to verify", style="green"))
     else:
         console.print(Text("every runtime agrees with bcast" + skipped, style="green"))
+    if outcome.failing:
+        named = ", ".join(f"{n.node} ({n.op})" for n in outcome.failing[:3])
+        more = f" and {len(outcome.failing) - 3} more" if len(outcome.failing) > 3 else ""
+        line = (
+            f"{plural(len(outcome.failing), 'node')} "
+            f"{'fails' if len(outcome.failing) == 1 else 'fail'} in bcast and in every runtime at "
+            f"these sizes: {named}{more}. The model does not run there; bcast domain "
+            f"{outcome.path} says for which sizes it does, and bcast check {outcome.path} "
+            "--dim NAME=LO..HI proves a range"
+        )
+        width = max(console.width, 40)
+        for part in textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False):
+            console.print(Text(part, style="bold red"), soft_wrap=True)

@@ -37,8 +37,8 @@ from bcast.models.graph import (
     topological_order,
 )
 from bcast.models.node_checks import check_node
-from bcast.models.ranges import DimValue, prove_ranges, split_dims
 from bcast.models.provenance import name_sources
+from bcast.models.ranges import DimValue, prove_ranges, split_dims
 
 __all__ = ["DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"]
 
