@@ -287,3 +287,59 @@ def test_verify_reports_a_node_that_fails_in_bcast_and_every_runtime(tmp_path: P
     inside = run("verify", path, "--dim", "seq=1..16", "--json")
     assert inside.exit_code == 0
     assert json.loads(inside.stdout)["nodes"][0]["inputs"][0]["shape"] == "[2,16,8]"
+
+
+# -- SARIF ---------------------------------------------------------------------------------
+# No SARIF 2.1.0 schema ships in an installed package here (checked: none in site-packages),
+# so the structure GitHub code scanning reads is checked member by member.
+
+
+def _sarif(*paths: str) -> dict:
+    result = run("check", *paths, "--format", "sarif")
+    return json.loads(result.stdout)
+
+
+def test_sarif_names_the_node_fingerprints_each_finding_and_lists_unreadable_models(
+    tmp_path: Path,
+) -> None:
+    two = str(tmp_path / "two.onnx")
+    onnx.save(_two_adds(), two)
+    missing = str(tmp_path / "missing.onnx")
+    log = _sarif(two, BERT, missing)
+    assert log["version"] == "2.1.0"
+    (sarif_run,) = log["runs"]
+    rules = sarif_run["tool"]["driver"]["rules"]
+    for rule in rules:  # help for the alert's "Rule help" panel
+        assert rule["help"]["text"] and rule["help"]["markdown"].startswith(f"**{rule['id']}**")
+        assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
+    first, second, conditional, unreadable = sarif_run["results"]
+    for result in sarif_run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["level"] in {"error", "warning", "note"}
+        (key,) = result["partialFingerprints"]
+        assert key == "bcastFinding/v1"
+    # The node and the condition are in the message itself (the alert view shows only it).
+    assert first["message"]["text"].startswith("first (Add, axis 1): cannot broadcast")
+    assert second["message"]["text"].startswith("second (Add, axis 1): cannot broadcast")
+    assert conditional["message"]["text"].startswith(
+        "/model/embeddings/Add_1 (Add, axis 1): fails when seq > 64"
+    )
+    # Two findings of one rule in one model never merge; a finding keeps its fingerprint.
+    prints = [r["partialFingerprints"]["bcastFinding/v1"] for r in (first, second)]
+    assert prints[0] != prints[1]
+    again = _sarif(two)["runs"][0]["results"]
+    assert [r["partialFingerprints"]["bcastFinding/v1"] for r in again] == prints
+    # The node as a logical location, the model as the physical one.
+    (location,) = first["locations"]
+    (logical,) = location["logicalLocations"]
+    assert logical["name"] == "first" and logical["fullyQualifiedName"] == f"{two}::first"
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == two
+    # The unreadable model: a result (an alert on the file) and a tool execution notification.
+    assert unreadable["ruleId"] == "unreadable"
+    (invocation,) = sarif_run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error" and "no such file" in note["message"]["text"]
+    assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == missing
+    clean = _sarif(two)["runs"][0]["invocations"]
+    assert clean == [{"executionSuccessful": True, "toolExecutionNotifications": []}]

@@ -12,15 +12,18 @@ Everything is built from the checker's `Report` values; nothing is decided here.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 import bcast
 from bcast.core.text import safe_text
 from bcast.models import Finding, Report, Severity
+from bcast.models.baseline import fingerprint
 from bcast.models.report_html import html_page
 
 from ._safe_output import safe_json
+from ._sarif_help import rule_help
 
 __all__ = ["FORMATS", "github_annotations", "html_report", "sarif_log"]
 
@@ -70,19 +73,33 @@ def sarif_log(results: Results) -> str:
     >>> doc = json.loads(sarif_log([("m.onnx", "m.onnx: no such file")]))
     >>> doc["version"], doc["runs"][0]["results"][0]["ruleId"]
     ('2.1.0', 'unreadable')
+    >>> doc["runs"][0]["invocations"][0]["executionSuccessful"]
+    False
     """
     kinds: list[str] = []
     sarif_results: list[dict[str, Any]] = []
+    notifications: list[dict[str, Any]] = []
     for path, item in _findings(results):
         kind = _UNREADABLE if isinstance(item, str) else item.kind
         if kind not in kinds:
             kinds.append(kind)
         sarif_results.append(_sarif_result(path, item, kinds.index(kind)))
+        if isinstance(item, str):  # also where SARIF puts a tool's own failures
+            notifications.append(
+                {
+                    "level": "error",
+                    "message": {"text": item},
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(path)}}}],
+                    "descriptor": {"id": _UNREADABLE},
+                }
+            )
     rules = [
         {
             "id": kind,
             "name": "".join(part.capitalize() for part in kind.split("-")),
             "shortDescription": {"text": _RULES.get(kind, kind)},
+            "fullDescription": {"text": _RULES.get(kind, kind)},
+            "help": rule_help(kind),
         }
         for kind in kinds
     ]
@@ -98,6 +115,12 @@ def sarif_log(results: Results) -> str:
                         "rules": rules,
                     }
                 },
+                "invocations": [
+                    {
+                        "executionSuccessful": not notifications,
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
                 "results": sarif_results,
                 "columnKind": "unicodeCodePoints",
                 # The input sizes each model runs for (bcast domain), by model path.
@@ -123,8 +146,11 @@ def _sarif_result(path: str, item: Finding | str, rule_index: int) -> dict[str, 
             "level": "error",
             "message": {"text": item},
             "locations": [{"physicalLocation": physical}],
+            "partialFingerprints": {_FINGERPRINT: _digest(_UNREADABLE, path)},
         }
-    text = item.reason
+    # The alert view shows the message alone: it names the node, then the condition.
+    where = f"{item.node} ({item.op}" + ("" if item.axis is None else f", axis {item.axis}")
+    text = f"{where}): {item.reason}"
     if item.picture:
         text += "\n" + "\n".join(item.picture)
     return {
@@ -132,6 +158,7 @@ def _sarif_result(path: str, item: Finding | str, rule_index: int) -> dict[str, 
         "ruleIndex": rule_index,
         "level": _SARIF_LEVEL[item.severity],
         "message": {"text": text},
+        "partialFingerprints": {_FINGERPRINT: fingerprint(item)},
         "locations": [
             {
                 "physicalLocation": physical,
@@ -152,6 +179,14 @@ def _sarif_result(path: str, item: Finding | str, rule_index: int) -> dict[str, 
             "inputs": [{"name": n, "shape": str(s)} for n, s in item.inputs],
         },
     }
+
+
+_FINGERPRINT: Final = "bcastFinding/v1"
+"""The ``partialFingerprints`` key: rule, node, operator, axis and operands (`fingerprint`)."""
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def _uri(path: str) -> str:
