@@ -92,6 +92,9 @@ def test_openvino_memory_bomb_stops_at_the_memory_limit():
     assert result.exit_code == 2
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    code, _, peak = run_measured("check", path, "--max-memory", "1GiB")
+    assert code == 2
+    assert peak <= 2**30  # no process of the tree passed the limit
 
 
 def test_non_utf8_names_are_refused_in_one_line():
