@@ -210,3 +210,46 @@ def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
             timeout=60,  # before the fix: blocked forever in open()
         )
         assert done.returncode == 2 and fragment in done.stderr, done.stderr
+
+
+# -- verify's own memory (item 10) ------------------------------------------------------------
+
+
+def _adds(path: Path, count: int, size: int) -> None:
+    """Write ``count`` Adds of [1,size] + [size,1]: a tiny file, [size,size] results."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, size])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [size, 1])
+    nodes = [helper.make_node("Add", ["X", "Y"], [f"Z{i}"], name=f"add{i}") for i in range(count)]
+    outputs = [
+        helper.make_tensor_value_info(f"Z{i}", TensorProto.FLOAT, None) for i in range(count)
+    ]
+    graph = helper.make_graph(nodes, "g", [x, y], outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+
+
+@pytest.mark.slow
+def test_verify_keeps_to_its_memory_limit_node_by_node(tmp_path: Path) -> None:
+    # 30 results of 16 MB from bcast and 30 from onnxruntime: kept whole, the parent alone
+    # held about 1.3 GiB (measured), past --max-memory 1GiB; now about 0.5 GiB.
+    path = tmp_path / "adds.onnx"
+    _adds(path, 30, 2000)
+    script = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run([sys.executable, '-m', 'bcast', 'verify', '--json', sys.argv[1],"
+        " '--runtime', 'onnxruntime', '--max-memory', '1GiB'], capture_output=True, text=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
+        "print(done.returncode, peak)\n"
+        "sys.stderr.write(done.stdout)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=300
+    )
+    code, peak = (int(v) for v in done.stdout.split())
+    doc = json.loads(done.stderr)
+    assert code == 0 and len(doc["nodes"]) == 30, done.stderr[-2000:]
+    assert all(n["results"]["bcast"]["shape"] == "[2000,2000]" for n in doc["nodes"])
+    assert peak < 2**30, f"a process of verify's tree peaked at {peak / 2**20:.0f} MiB"

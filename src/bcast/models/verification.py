@@ -53,6 +53,8 @@ __all__ = [
 RTOL: Final = 1e-4
 ATOL: Final = 1e-5
 HALF_ULPS: Final = 2
+KEPT_BYTES: Final = 64 * 2**20
+"""Result values a `Verification` keeps once compared; larger ones keep their shape only."""
 """Values of a float dtype coarser than `RTOL` (float16, bfloat16) agree within this many
 units of its last place, relative. Runtimes round such arithmetic in their own ways: on
 float16 copies of real models, OpenVINO divided by a constant as a multiplication by its
@@ -93,23 +95,22 @@ class Result:
     out_of_memory: bool = False
     harness: bool = False
     """The error is bcast's own harness's (a malformed request), not the side's verdict."""
+    let_go: tuple[tuple[int, ...], str] | None = None
+    """The shape and dtype of a value let go once compared (`Verification.record`)."""
 
     def text(self) -> str:
         """Return the shape as text (``[2,3] float32``), or ``error: ...``."""
-        if self.value is None:
+        if self.error is not None:
             return f"{'harness error' if self.harness else 'error'}: {self.error}"
-        return f"{Shape(self.value.shape)} {self.value.dtype}"
+        shape, dtype = self.let_go or (self.value.shape, self.value.dtype)  # type: ignore[union-attr]
+        return f"{Shape(shape)} {dtype}"
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"shape", "dtype", "error"}`` as plain JSON data."""
-        if self.value is None:
+        if self.error is not None:
             return {"shape": None, "dtype": None, "error": self.error, "harness": self.harness}
-        return {
-            "shape": str(Shape(self.value.shape)),
-            "dtype": str(self.value.dtype),
-            "error": None,
-            "harness": False,
-        }
+        shape, dtype = self.text().split(" ")
+        return {"shape": shape, "dtype": dtype, "error": None, "harness": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +187,7 @@ class NodeRun:
         ours = self.results.get("bcast")
         return (
             ours is not None
-            and ours.value is None
+            and ours.error is not None
             and not ours.harness
             and bool(self.comparisons)
             and all(c.agree and not c.harness for c in self.comparisons.values())
@@ -226,6 +227,8 @@ class Verification:
     skipped: list[Skipped] = field(default_factory=list)
     unused_dims: list[str] = field(default_factory=list)
     """``--dim`` bindings whose name no dim of the model has (they change nothing)."""
+    kept_bytes: int = 0
+    """The bytes of result values kept (at most `KEPT_BYTES`; the others are let go)."""
 
     @property
     def disagreements(self) -> int:
@@ -265,6 +268,12 @@ class Verification:
         """
         exhausted = out_of_memory(run)
         if exhausted is None:
+            for name, result in run.results.items():  # memory: node by node, not the model
+                if result.value is not None and self.kept_bytes + result.value.nbytes > KEPT_BYTES:
+                    seen = (tuple(result.value.shape), str(result.value.dtype))
+                    run.results[name] = Result(let_go=seen)
+                elif result.value is not None:
+                    self.kept_bytes += result.value.nbytes
             self.nodes.append(run)
             _tell(run.node, run.op)
         else:
