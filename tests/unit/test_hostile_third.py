@@ -253,3 +253,46 @@ def test_verify_keeps_to_its_memory_limit_node_by_node(tmp_path: Path) -> None:
     assert code == 0 and len(doc["nodes"]) == 30, done.stderr[-2000:]
     assert all(n["results"]["bcast"]["shape"] == "[2000,2000]" for n in doc["nodes"])
     assert peak < 2**30, f"a process of verify's tree peaked at {peak / 2**20:.0f} MiB"
+
+
+# -- sparse initializers (item 12) ------------------------------------------------------------
+
+
+def _sparse_model(as_constant: bool, dims: tuple[int, ...]) -> bytes:
+    from onnx import TensorProto, helper
+
+    values = helper.make_tensor("W", TensorProto.FLOAT, [1], [1.0])
+    indices = helper.make_tensor("W_idx", TensorProto.INT64, [1], [0])
+    sparse = helper.make_sparse_tensor(values, indices, list(dims))
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, "N"])
+    z = helper.make_tensor_value_info("Z", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Add", ["X", "W"], ["Z"], name="add")]
+    if as_constant:
+        nodes.insert(0, helper.make_node("Constant", [], ["W"], name="w", sparse_value=sparse))
+    graph = helper.make_graph(nodes, "g", [x], [z])
+    if not as_constant:
+        graph.sparse_initializer.append(sparse)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("dims", [(2**31, 2**20), (3, 5), (2, 1)])
+def test_a_sparse_initializer_is_checked_as_the_same_constant_is(
+    tmp_path: Path, dims: tuple[int, ...]
+) -> None:
+    found = []
+    for as_constant in (True, False):  # the Constant's shape comes from ONNX's own inference
+        path = tmp_path / f"m{int(as_constant)}.onnx"
+        path.write_bytes(_sparse_model(as_constant, dims))
+        result = run("check", "--json", str(path))
+        doc = json.loads(result.stdout)["models"][0]
+        findings = [(f["kind"], f["axis"], f["inputs"]) for f in doc["findings"]]
+        found.append((result.exit_code, findings, doc["coverage"]["unchecked"]))
+    assert found[0] == found[1]
+    assert found[1][2] == []  # checked, not "not checked"
+
+
+def test_the_hostile_sparse_initializer_is_an_error() -> None:
+    result = run("check", str(HOSTILE / "sparse_huge.onnx"))
+    assert result.exit_code == 1 and "2 vs 2147483648" in result.stdout

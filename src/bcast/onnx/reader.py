@@ -199,6 +199,12 @@ class _Reader:
             value = tensor_ints(init)
             if value is not None:
                 graph.constants[init.name] = value
+        for sparse in proto.sparse_initializer:  # its dims are the tensor's, as a Constant's
+            name, data_type = sparse.values.name, sparse.values.data_type
+            graph.shapes[name] = Shape(max(int(d), 0) for d in sparse.dims)
+            graph.initializers.add(name)
+            types[name] = onnx.helper.make_tensor_type_proto(data_type, sparse.dims)
+            item_size(graph, name, data_type)
         for info in proto.input:
             if info.name not in graph.shapes:
                 graph.shapes[info.name] = shape_of(info, params, graph.expressions, seen)
