@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -274,7 +275,8 @@ def _sparse_model(as_constant: bool, dims: tuple[int, ...]) -> bytes:
         graph.sparse_initializer.append(sparse)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    return model.SerializeToString()
+    data: bytes = model.SerializeToString()
+    return data
 
 
 @pytest.mark.parametrize("dims", [(2**31, 2**20), (3, 5), (2, 1)])
@@ -296,3 +298,25 @@ def test_a_sparse_initializer_is_checked_as_the_same_constant_is(
 def test_the_hostile_sparse_initializer_is_an_error() -> None:
     result = run("check", str(HOSTILE / "sparse_huge.onnx"))
     assert result.exit_code == 1 and "2 vs 2147483648" in result.stdout
+
+
+# -- pages that load nothing when opened (item 9) ---------------------------------------------
+
+FETCH = re.compile(
+    r"""url\(\s*["']?(?:https?:)?//|(?:src|href)\s*=\s*["']?(?:https?:)?//|@import"""
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("explain", "[2,3]", "[3]", "--format", "svg"),
+        ("explain", "[2,3]", "[4]", "--format", "svg"),
+        ("explain", "[2,3]", "[3]", "--format", "html"),
+        ("check", "--format", "html", str(HOSTILE / "inj_html.onnx")),
+    ],
+)
+def test_svg_and_html_output_fetch_nothing_when_opened(args: tuple[str, ...]) -> None:
+    result = run(*args)
+    assert result.exit_code in (0, 1)
+    assert "<" in result.stdout and not FETCH.search(result.stdout), FETCH.findall(result.stdout)

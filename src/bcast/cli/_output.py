@@ -134,8 +134,8 @@ def recording_console() -> Console:
 
 def export_recording(console: Console, fmt: str, title: str) -> str:
     """Return what a `recording_console` rendered as a self-contained SVG or HTML page."""
-    if fmt == "svg":
-        return console.export_svg(title=title)
+    if fmt == "svg":  # rich's page would fetch its font from a CDN when opened: local only
+        return _WEB_FONT.sub("", console.export_svg(title=title))
     page = console.export_html(inline_styles=True)
     return page.replace("<head>", f"<head>\n<title>{html.escape(title)}</title>", 1)
 
@@ -163,6 +163,7 @@ def print_unclipped(console: Console, renderable: RenderableType) -> None:
 
 
 _TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
+_WEB_FONT = re.compile(r',\s*url\("(?:https?:)?//[^"]*"\)\s*format\("[^"]*"\)')
 
 
 def print_trimmed(console: Console, renderable: RenderableType) -> None:
