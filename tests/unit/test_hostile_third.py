@@ -320,3 +320,20 @@ def test_svg_and_html_output_fetch_nothing_when_opened(args: tuple[str, ...]) ->
     result = run(*args)
     assert result.exit_code in (0, 1)
     assert "<" in result.stdout and not FETCH.search(result.stdout), FETCH.findall(result.stdout)
+
+
+# -- one rounding policy for half-precision Sum and Mean (item 8) -----------------------------
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_sum_and_mean_add_in_float32_and_round_once(op: str, dtype: str) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    half = np.dtype(np.float16) if dtype == "float16" else np.dtype(ml_dtypes.bfloat16)
+    rng = np.random.default_rng(39)
+    xs = [(rng.standard_normal((64, 64)) * 10.0**k).astype(half) for k in (0, -2, -3)]
+    wide = xs[0].astype(np.float32) + xs[1] + xs[2]  # the policy: float32 sums, one rounding
+    expected = (wide / np.float32(3) if op == "mean" else wide).astype(half)
+    got = getattr(bcast.ops, op)(*xs)
+    assert got.dtype == half
+    np.testing.assert_array_equal(got.view(np.uint16), expected.view(np.uint16))

@@ -244,12 +244,17 @@ INT_POW: Final = Kernel(
 # -- variadic, Where, PRelu, Gemm, copies ----------------------------------------------------
 
 
+HALF_FLOATS: Final = frozenset({"float16", "bfloat16"})
+"""Floats that Sum and Mean add in float32 and round once (one policy for both)."""
+
+
 def variadic_kernel(op: str, count: int) -> Kernel:
     """Fold ``count`` operands with Max, Min or Sum into ``out``; Mean divides the sum.
 
-    NumPy: one ufunc call per operand after the first, each writing into ``out``. A float16
-    Sum or Mean of several operands adds (and divides) in float32 and is rounded once, as
-    onnxruntime does; the ONNX reference rounds after each addition (docs/peer-differences.md).
+    NumPy: one ufunc call per operand after the first, each writing into ``out``. A Sum or
+    Mean of several half-precision operands (float16, bfloat16: `HALF_FLOATS`) adds (and
+    divides) in float32 and is rounded once, as onnxruntime does for float16; the ONNX
+    reference rounds after each addition (docs/peer-differences.md).
     """
     name = {"max": "maximum", "min": "minimum"}.get(op, "add")
     ufunc: Any = getattr(np, name)
@@ -257,14 +262,14 @@ def variadic_kernel(op: str, count: int) -> Kernel:
     widen = name == "add" and count > 1
 
     def run_numpy(out: Any, *operands: Any) -> None:
-        if widen and out.dtype == np.float16:
+        if widen and out.dtype.name in HALF_FLOATS:
             wide = np.empty(out.shape, np.float32)
             np.add(operands[0], operands[1], out=wide, dtype=np.float32)
             for x in operands[2:]:
                 np.add(wide, x, out=wide)
             if divide:
                 np.divide(wide, count, out=wide)
-            np.copyto(out, wide, casting="same_kind")
+            np.copyto(out, wide, casting="unsafe")  # float32 to bfloat16 is "unsafe" to NumPy
             return
         if count == 1:
             np.copyto(out, operands[0])
@@ -276,7 +281,7 @@ def variadic_kernel(op: str, count: int) -> Kernel:
             np.divide(out, count, out=out)
 
     def run_generic(xp: Any, *operands: Any) -> Any:
-        if widen and dtype_name(operands[0].dtype, xp) == "float16":
+        if widen and dtype_name(operands[0].dtype, xp) in HALF_FLOATS:
             wide = xp.astype(operands[0], xp.float32)
             for x in operands[1:]:
                 wide = wide + xp.astype(x, xp.float32)
