@@ -72,6 +72,7 @@ def test_report_shows_the_expression_not_the_internal_symbol(model: Path) -> Non
         assert "Min(16, seq)" in text, where
     assert dict(finding.inputs)["p"] == bcast.Shape.parse("[Min_16__seq_,8]")  # same dims
     assert str(dict(finding.inputs)["p"]) == "[Min(16, seq),8]"
+    assert bcast.Shape.parse(str(dict(finding.inputs)["p"])) == dict(finding.inputs)["p"]
 
 
 @pytest.mark.parametrize("form", ["text", "json", "sarif", "github", "html"])
