@@ -53,7 +53,7 @@ def test_the_model_fails_past_the_table_in_onnxruntime(model: Path) -> None:
     ort = pytest.importorskip("onnxruntime")
     session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     session.run(None, {"x": np.ones((16, 8), np.float32)})  # 16 rows: runs
-    with pytest.raises(Exception, match="(?i)broadcast|dimension"):
+    with pytest.raises(Exception, match=r"(?i)broadcast|dimension"):
         session.run(None, {"x": np.ones((17, 8), np.float32)})
 
 
