@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from html import escape
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from bcast.core.conditions import dim_texts
 from bcast.core.errors import BroadcastError
@@ -23,8 +24,54 @@ from bcast.core.shape import Shape
 from bcast.models.domain import DimDomain, Domain, values_text
 from bcast.models.pictures import operand_label
 
-if TYPE_CHECKING:
-    from bcast.models.graph import Finding, Report
+
+class FindingLike(Protocol):
+    """What is drawn of a `bcast.models.Finding` (this module cannot import it: see Report)."""
+
+    @property
+    def severity(self) -> Enum: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def inputs(self) -> tuple[tuple[str, Shape], ...]: ...
+    @property
+    def mode(self) -> str | None: ...
+    @property
+    def axis(self) -> int | None: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def picture(self) -> tuple[str, ...]: ...
+
+
+class UncheckedLike(Protocol):
+    """A node not checked, as the summary counts it."""
+
+    @property
+    def node(self) -> str: ...
+
+
+class ReportLike(Protocol):
+    """What is drawn of a `bcast.models.Report`, whose ``to_html`` calls this module."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def nodes(self) -> int: ...
+    @property
+    def findings(self) -> Sequence[FindingLike]: ...
+    @property
+    def broadcasting(self) -> int: ...
+    @property
+    def unchecked(self) -> Sequence[UncheckedLike]: ...
+    @property
+    def domain(self) -> Domain: ...
+    def coverage(self) -> str | None: ...
+
 
 __all__ = ["CSS", "finding_html", "html_page", "report_html"]
 
@@ -79,7 +126,7 @@ def _drawn(shape: Shape, names: dict[str, str]) -> _Drawn:
     return _Drawn(shape.rank, texts)
 
 
-def _table(finding: Finding) -> str | None:
+def _table(finding: FindingLike) -> str | None:
     """Draw a finding's operands as a table; None where its mode's alignment is not kept."""
     try:
         mode = Mode.parse(finding.mode) if finding.mode else None
@@ -119,7 +166,7 @@ def _table(finding: Finding) -> str | None:
     )
 
 
-def finding_html(finding: Finding) -> str:
+def finding_html(finding: FindingLike) -> str:
     """Draw one finding: severity, node, reason, and its operands as a table.
 
     Examples
@@ -132,7 +179,7 @@ def finding_html(finding: Finding) -> str:
     >>> '<th class="failing">1 ✗</th>' in html, 'class="sev error"' in html
     (True, True)
     """
-    severity = finding.severity.value
+    severity = str(finding.severity.value)
     where = ", ".join(
         [f"{finding.node} ({finding.op})"]
         + ([finding.mode] if finding.mode else [])
@@ -206,14 +253,14 @@ def domain_html(domain: Domain) -> str:
     )
 
 
-def _counts(report: Report) -> dict[str, int]:
+def _counts(report: ReportLike) -> dict[str, int]:
     counts = {"error": 0, "warning": 0, "info": 0}
     for f in report.findings:
-        counts[f.severity.value] += 1
+        counts[str(f.severity.value)] += 1
     return counts
 
 
-def _summary_row(path: str, report: Report | None, unreadable: str = "") -> str:
+def _summary_row(path: str, report: ReportLike | None, unreadable: str = "") -> str:
     if report is None:
         return (
             f'<tr><td class="label"><code>{escape(path)}</code></td>'
@@ -240,7 +287,7 @@ _SUMMARY_HEAD: Final = (
 )
 
 
-def report_html(report: Report, *, style: bool = True) -> str:
+def report_html(report: ReportLike, *, style: bool = True) -> str:
     """Return a report as an HTML fragment: summary table, findings drawn, domain drawn.
 
     Examples
@@ -265,7 +312,7 @@ def report_html(report: Report, *, style: bool = True) -> str:
     return f'{css}<div class="bcast-report">{body}</div>'
 
 
-def html_page(results: Sequence[tuple[str, Report | str]], summary: dict[str, int]) -> str:
+def html_page(results: Sequence[tuple[str, ReportLike | str]], summary: dict[str, int]) -> str:
     """Return a whole, self-contained HTML page for ``bcast check --format html``.
 
     ``results`` pairs each model's path with its report or the message saying why it could
