@@ -20,7 +20,7 @@ from rich.text import Text
 from bcast.core.conditions import readable
 from bcast.core.expressions import Expr
 from bcast.core.text import safe_text
-from bcast.loading import load_graph
+from bcast.loading import is_ir, load_graph
 from bcast.models import (
     DEFAULT_MAX_ELEMENTS,
     Finding,
@@ -36,6 +36,7 @@ from bcast.models.ranges import DimValue
 from bcast.models.verification import unused_dims
 
 from ._ci_formats import FORMATS, github_annotations, html_report, sarif_log
+from ._hook import not_ir
 from ._model_options import (
     DimBinding,
     dim_option,
@@ -139,6 +140,12 @@ Examples:
         "scanning), github (GitHub Actions annotations) or html (a self-contained page)."
     ),
 )
+@click.option(
+    "--skip-non-ir",
+    is_flag=True,
+    help="Skip, with a note, .xml files that are not OpenVINO IR (the pre-commit hook "
+    "passes every .xml of a commit).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def check(
     models: tuple[str, ...],
@@ -150,6 +157,7 @@ def check(
     baseline: str | None,
     write_baseline: str | None,
     output_format: str | None,
+    skip_non_ir: bool,
     as_json: bool,
 ) -> None:
     """Check the broadcasting nodes of ONNX models and OpenVINO IR (.xml) files.
@@ -190,6 +198,10 @@ def check(
     with model_limits(timeout, max_memory):
         prestart()  # the worker's interpreter starts while the first model is parsed
     for path in _without_weights(models):
+        skipped = not_ir(path) if skip_non_ir and is_ir(path) else None
+        if skipped is not None:  # a pom.xml handed to the pre-commit hook: not a model
+            click.echo(f"bcast: note: {safe_text(path)}: skipped: {skipped}", err=True)
+            continue
         with model_limits(timeout, max_memory):
             loaded = _safe_load(path)
         if isinstance(loaded, str):
