@@ -40,13 +40,18 @@ ONNX_TO_NAME = {
 DESIGN_OPERATORS = [
     "add", "sub", "mul", "div", "pow", "equal", "greater", "less", "and_", "or_", "xor",
     "max", "min", "mean", "sum", "where", "gemm", "prelu", "expand", "broadcast",
+    "mod", "bit_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "greater_or_equal",
+    "less_or_equal", "not_equal", "squared_difference", "select", "fake_quantize",
+    "quantize_linear", "dequantize_linear",
 ]  # fmt: skip
 
 ONNX_NAME = {
     "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "equal": "Equal",
     "greater": "Greater", "less": "Less", "and_": "And", "or_": "Or", "xor": "Xor",
     "max": "Max", "min": "Min", "mean": "Mean", "sum": "Sum", "where": "Where",
-    "gemm": "Gemm", "prelu": "PRelu", "expand": "Expand",
+    "gemm": "Gemm", "prelu": "PRelu", "expand": "Expand", "mod": "Mod", "bit_shift": "BitShift",
+    "bitwise_and": "BitwiseAnd", "bitwise_or": "BitwiseOr", "bitwise_xor": "BitwiseXor",
+    "greater_or_equal": "GreaterOrEqual", "less_or_equal": "LessOrEqual",
 }  # fmt: skip
 
 

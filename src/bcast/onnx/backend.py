@@ -6,7 +6,9 @@ tests run against bcast with ``onnx.backend.test.BackendTest(bcast.onnx.backend,
 
 It executes models made of the operators bcast implements (`SUPPORTED_OPS`), one node after the
 other in graph order: Add Sub Mul Div Pow Equal Greater Less And Or Xor Max Min Mean Sum Where
-Gemm PRelu Expand. Any other operator makes `prepare` raise `UnsupportedOperatorError`.
+Gemm PRelu Expand, and Mod BitShift BitwiseAnd BitwiseOr BitwiseXor GreaterOrEqual LessOrEqual
+QuantizeLinear DequantizeLinear (narrow types as ``ml_dtypes`` arrays). Any other operator
+makes `prepare` raise `UnsupportedOperatorError`.
 The operators of opsets before 7, whose ``broadcast``/``axis`` attributes describe the
 legacy (Caffe2/PDPD-style) broadcast, run as ``broadcast="pdpd"`` (``broadcast=1``) or
 ``broadcast="none"`` (no ``broadcast`` attribute).
@@ -34,6 +36,7 @@ from onnx import helper, numpy_helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType
 
 from bcast import ops
+from bcast.onnx import backend_ops
 
 __all__ = [
     "SUPPORTED_OPS",
@@ -167,6 +170,15 @@ _OPS: Final[dict[str, _Handler]] = {
     "Gemm": _gemm,
     "PRelu": _prelu,
     "Expand": _expand,
+    "Mod": backend_ops.mod,
+    "BitShift": backend_ops.bit_shift,
+    "BitwiseAnd": _binary(ops.bitwise_and),
+    "BitwiseOr": _binary(ops.bitwise_or),
+    "BitwiseXor": _binary(ops.bitwise_xor),
+    "GreaterOrEqual": _binary(ops.greater_or_equal),
+    "LessOrEqual": _binary(ops.less_or_equal),
+    "QuantizeLinear": backend_ops.quantize_linear,
+    "DequantizeLinear": backend_ops.dequantize_linear,
 }
 
 SUPPORTED_OPS: Final[frozenset[str]] = frozenset(_OPS)

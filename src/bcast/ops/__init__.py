@@ -17,8 +17,21 @@ from __future__ import annotations
 
 from bcast.engine.guard import MemoryLimitError, get_memory_limit, memory_limit, set_memory_limit
 from bcast.ops._binary import add, and_, div, equal, greater, less, mul, or_, pow, sub, xor
+from bcast.ops._elementwise import (
+    bit_shift,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    greater_or_equal,
+    less_or_equal,
+    mod,
+    not_equal,
+    squared_difference,
+)
 from bcast.ops._materialise import broadcast, expand
 from bcast.ops._nary import max, mean, min, sum, where
+from bcast.ops._quant import dequantize_linear, quantize_linear
+from bcast.ops._select import fake_quantize, select
 from bcast.ops._unidirectional import gemm, prelu
 
 __all__ = [
@@ -34,12 +47,26 @@ __all__ = [
     "and_",
     "or_",
     "xor",
+    "mod",
+    "bit_shift",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "greater_or_equal",
+    "less_or_equal",
+    "not_equal",
+    "squared_difference",
     # variadic and ternary
     "max",
     "min",
     "mean",
     "sum",
     "where",
+    "select",
+    # quantization
+    "quantize_linear",
+    "dequantize_linear",
+    "fake_quantize",
     # unidirectional
     "gemm",
     "prelu",

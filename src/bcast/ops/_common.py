@@ -14,6 +14,7 @@ __all__ = [
     "TORCH_STORAGE_ONLY",
     "Checked",
     "check_operands",
+    "scalar_partner",
 ]
 
 TORCH_STORAGE_ONLY: Final = frozenset({"uint16", "uint32", "uint64"})
@@ -43,7 +44,7 @@ class Checked:
         self.operands = operands
 
 
-def _partner(sig: Signature, labels: Sequence[str]) -> Any:
+def scalar_partner(sig: Signature, labels: Sequence[str]) -> Any:
     """Which array operand a Python scalar takes its dtype from, for one signature.
 
     An array of the scalar's own type parameter (``where(c, x, 0.0)``: y follows x); else
@@ -82,7 +83,7 @@ def check_operands(op: str, labels: Sequence[str], operands: Sequence[Any]) -> C
     operator's signature does not allow; OverflowError for a Python int out of its dtype's
     range.
     """
-    lib, operands = as_operands(operands, _partner(SIGNATURES[op], labels), labels)
+    lib, operands = as_operands(operands, scalar_partner(SIGNATURES[op], labels), labels)
     xp = lib.xp
     names = [dtype_name(x.dtype, xp) for x in operands]
     bound = bind(op, labels, names)

@@ -31,6 +31,14 @@ STRING: Final = frozenset({"string"})
 EVERY: Final = NUMERIC | COMPLEX | BOOL | STRING
 # Gemm-13 and PRelu-16: floats and the 32/64-bit integers.
 FLOAT_AND_WIDE_INTS: Final = FLOAT | frozenset({"int32", "int64", "uint32", "uint64"})
+INTEGER: Final = SIGNED | UNSIGNED
+# The narrow ONNX types, held by ``ml_dtypes`` arrays (NumPy dtype names).
+FLOAT8: Final = frozenset({"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"})
+NARROW: Final = FLOAT8 | frozenset(
+    {"int4", "uint4", "int2", "uint2", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"}
+)
+# QuantizeLinear-25/28 T3, DequantizeLinear T1 (with int32): what a quantized tensor holds.
+QUANTIZED: Final = frozenset({"int8", "uint8", "int16", "uint16"}) | NARROW
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +101,37 @@ SIGNATURES: Final[Mapping[str, Signature]] = {
     "prelu": _same("PRelu", FLOAT_AND_WIDE_INTS),
     "expand": _same("Expand", EVERY, 1),
     "broadcast": Signature(None, ("T",), "T", {"T": EVERY}),
+    # ONNX opset 10+ and OpenVINO's element-wise set (None: OpenVINO only).
+    "mod": _same("Mod", NUMERIC),
+    "bit_shift": _same("BitShift", INTEGER),
+    "bitwise_and": _same("BitwiseAnd", INTEGER),
+    "bitwise_or": _same("BitwiseOr", INTEGER),
+    "bitwise_xor": _same("BitwiseXor", INTEGER),
+    "greater_or_equal": _predicate("GreaterOrEqual", NUMERIC),
+    "less_or_equal": _predicate("LessOrEqual", NUMERIC),
+    "not_equal": Signature(None, ("T", "T"), "T1", {"T": NUMERIC | BOOL, "T1": BOOL}),
+    "squared_difference": Signature(None, ("T", "T"), "T", {"T": NUMERIC}),
+    "select": Signature(None, ("B", "T", "T"), "T", {"B": BOOL, "T": NUMERIC | BOOL | STRING}),
+    "fake_quantize": Signature(None, ("T",) * 5, "T", {"T": FLOAT}),
+    "quantize_linear": Signature(
+        "QuantizeLinear",
+        ("T1", "T2", "T3"),
+        "T3",
+        {
+            "T1": frozenset({"float32", "float16", "bfloat16", "int32"}),
+            "T2": frozenset({"float32", "float16", "bfloat16", "int32", "float8_e8m0fnu"}),
+            "T3": QUANTIZED,
+        },
+    ),
+    "dequantize_linear": Signature(
+        "DequantizeLinear",
+        ("T1", "T2", "T1"),
+        "T2",
+        {
+            "T1": QUANTIZED | {"int32"},
+            "T2": frozenset({"float32", "float16", "bfloat16", "float8_e8m0fnu"}),
+        },
+    ),
 }
 """Operator name (as in `bcast.ops`) → its type constraints."""
 
