@@ -59,12 +59,29 @@ def test_safe_json_keeps_values_exact_and_escapes_them() -> None:
     assert not RAW.search(text) and "##[" not in text
 
 
-def test_guarded_stream_keeps_colours_and_escapes_the_rest() -> None:
+def test_guarded_stream_keeps_forced_colours_and_escapes_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    text = "\x1b[1mbold\x1b[0m \x1b[2J\n  ::error x::y\n"
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich then colours a pipe: those codes stay
+    out = io.StringIO()
+    SafeStream(out).write(text)
+    assert out.getvalue() == "\x1b[1mbold\x1b[0m \\x1b[2J\n  \\x3a:error x::y\n"
+    monkeypatch.delenv("FORCE_COLOR")  # a pipe or a CI log: rich writes no escape at all
+    out = io.StringIO()
+    SafeStream(out).write(text)
+    assert out.getvalue() == "\\x1b[1mbold\\x1b[0m \\x1b[2J\n  \\x3a:error x::y\n"
+
+
+def test_guarded_stream_leaves_json_lines_alone() -> None:
     import io
 
     out = io.StringIO()
-    SafeStream(out).write("\x1b[1mbold\x1b[0m \x1b[2J\n  ::error x::y\n")
-    assert out.getvalue() == "\x1b[1mbold\x1b[0m \\x1b[2J\n  \\x3a:error x::y\n"
+    line = safe_json({"name": " ::warning ::x\x1b[2J"}) + "\n"
+    SafeStream(out).write(line)  # a "\x3a" inside a JSON string would be invalid JSON
+    assert out.getvalue() == line and json.loads(line)["name"] == " ::warning ::x\x1b[2J"
 
 
 def _cases() -> list[tuple[str, ...]]:

@@ -5,13 +5,15 @@ it on a line. This module is the net under them: while a command runs, stdout an
 `SafeStream` s, which pass every line through the same function, so a name that a renderer
 (or a peer's message, or a traceback) carried through raw still cannot clear the screen, set
 the window title or become a GitHub Actions workflow command. Only bcast's own colours are
-let through (SGR sequences; on a terminal also the cursor movements of a progress display),
-and only `write_commands` writes workflow commands (``--format github``).
+let through (SGR sequences, on a terminal or with FORCE_COLOR; on a terminal also the
+cursor movements of a progress display), and only `write_commands` writes workflow commands
+(``--format github``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -22,10 +24,10 @@ from bcast.core.text import safe_text
 
 __all__ = ["SafeStream", "guarded_streams", "safe_json", "write_commands"]
 
-# Rich's colours (any stream, FORCE_COLOR included); on a terminal also what a live progress
-# display moves the cursor with. A model's text reaches these only through safe_text.
+# Rich's colours (on a terminal, or where FORCE_COLOR asks for them), and on a terminal also
+# what a live progress display moves the cursor with; elsewhere rich writes no escape at all.
 _COLOUR: Final = re.compile(r"(\x1b\[[0-9;]*m)")
-_TERMINAL: Final = re.compile(r"(\x1b\[[0-9;?]*[A-Za-z]|\r)")
+_TERMINAL: Final = re.compile(r"(\x1b\[[0-9;]*[mAGK]|\x1b\[\?25[hl]|\r)")
 _COMMANDS: Final = ("::error ", "::warning ", "::notice ")
 # In JSON text, what is not printable can only stand inside a string (the structure is ASCII
 # and "\n"); "##[" too, as a workflow command of the older runners.
@@ -85,7 +87,8 @@ class SafeStream:
             terminal = bool(stream.isatty())
         except (AttributeError, ValueError, OSError):
             terminal = False
-        self._kept = _TERMINAL if terminal else _COLOUR
+        forced = any(os.environ.get(k) for k in ("FORCE_COLOR", "TTY_COMPATIBLE"))  # rich's
+        self._kept = _TERMINAL if terminal else _COLOUR if forced else None
 
     def write(self, text: str) -> int:
         """Write ``text`` with every line made safe; return ``len(text)`` as streams do."""
@@ -101,8 +104,11 @@ class SafeStream:
             self.write(line)
 
     def _safe_line(self, line: str) -> str:
-        if line.isprintable() and "::" not in line and "##" not in line:
-            return line
+        if line.isprintable() and "##" not in line:  # JSON lines always (see safe_json)
+            body = line.lstrip()  # a runner strips the indent before it looks for "::"
+            return line if not body.startswith("::") else safe_text(line)
+        if self._kept is None:  # a pipe or a CI log without forced colour: rich wrote none
+            return safe_text(line)
         parts = self._kept.split(line)  # odd indexes: bcast's own escape sequences
         return "".join(p if k % 2 else safe_text(p) for k, p in enumerate(parts))
 
