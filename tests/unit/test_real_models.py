@@ -151,6 +151,13 @@ def test_an_unknown_operator_is_counted_and_named_as_where_shapes_stop() -> None
     assert report.to_json()["coverage"] == {
         "broadcasting_nodes": 1,
         "unchecked": [{"node": "add", "op": "Add", "reason": unchecked.reason}],
+        "unmodelled": [  # issue 37: the operator itself is named, not only what it hides
+            {
+                "node": "mystery",
+                "op": "Mystery",
+                "reason": "op com.example.Mystery has no shape rule in bcast (nor in ONNX)",
+            }
+        ],
     }
 
 

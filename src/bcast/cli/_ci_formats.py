@@ -50,6 +50,7 @@ _RULES: Final = {
     "pdpd-one-against-zero": "PDPD B=1 against A=0.",
     "peer-rejects": "The model's own shape inference rejects the model.",
     "not-checked": "A node bcast could not check.",
+    "not-modelled": "A node bcast cannot model (no shape rule): nothing past it is decided.",
     _UNREADABLE: "The model cannot be read.",
 }
 
@@ -59,8 +60,13 @@ def _findings(results: Results) -> Iterator[tuple[str, Finding | str]]:
         if isinstance(result, str):
             yield path, result
         else:
-            for finding in result.findings:
-                yield path, finding
+            yield from ((path, finding) for finding in result.findings)
+            for u in result.unmodelled:  # listed at note level, never skipped silently
+                reason = f"not modelled: {u.reason}; nothing past it is decided"
+                yield (
+                    path,
+                    Finding(Severity.INFO, "not-modelled", u.node, u.op, (), None, None, reason),
+                )
 
 
 # -- SARIF ---------------------------------------------------------------------------------

@@ -116,6 +116,7 @@ def domain(
                     "inside": failure is None,
                     "fails_at": None if failure is None else failure.to_json(),
                     "unknown_dims": unknown,
+                    "undecided": len(found.undecided),
                 }
                 if dims
                 else None,
@@ -130,7 +131,10 @@ def domain(
             )
         if dims:
             point = ", ".join(f"{k}={dim_text(v)}" for k, v in dims.items())
-            if failure is None:
+            if failure is None and found.undecided:  # as far as bcast modelled the model
+                past = f"{len(found.undecided)} node{'s' * (len(found.undecided) != 1)}"
+                click.echo(f"\nat {point}: inside the domain, but not decided past {past}")
+            elif failure is None:
                 click.echo(f"\nat {point}: inside the domain")
             else:
                 where = safe_text(f"{failure}: {failure.reason}")

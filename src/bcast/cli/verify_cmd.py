@@ -349,7 +349,11 @@ def _render_outcome(console: Console, outcome: Verification) -> None:
 
     Then the nodes that fail in bcast and in every runtime (they agree; the model fails).
     """
-    skipped = f"; {len(outcome.skipped)} skipped (see the notes)" if outcome.skipped else ""
+    skipped = (  # never "every runtime agrees" without what was not compared
+        f"; {plural(len(outcome.skipped), 'broadcasting node')} not compared (see the notes)"
+        if outcome.skipped
+        else ""
+    )
     if outcome.harness_errors:
         line = (
             f"{plural(outcome.harness_errors, 'harness error')}: bcast could not run a node "

@@ -20,6 +20,7 @@ from bcast.core.dim import intersect_dims
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape, informative, more_named, more_precise
+from bcast.models.domain import Imposed
 from bcast.models.domain_collect import Record, collect_other
 from bcast.models.domain_solve import solve_domain
 from bcast.models.graph import (
@@ -104,8 +105,20 @@ def check_graph(
     points, ranges = split_dims(dims)
     unchecked: list[Unchecked] = []
     records: list[Record] = []
-    findings, _ = _walk(graph, points, max_elements, progress, unchecked=unchecked, collect=records)
+    unmodelled: list[Unchecked] = []
+    undecided: list[Imposed] = []
+    findings, _ = _walk(
+        graph,
+        points,
+        max_elements,
+        progress,
+        unchecked=unchecked,
+        unmodelled=unmodelled,
+        undecided=undecided,
+        collect=records,
+    )
     domain = solve_domain(graph, records, bind_expressions(points, graph.expressions))
+    domain = replace(domain, undecided=_not_decided(unmodelled, undecided))
     if domain.empty_at and not any(f.severity is Severity.ERROR for f in findings):
         at = domain.empty_at[-1]
         reason = f"no input sizes make this model run: {domain.empty}"
@@ -119,6 +132,7 @@ def check_graph(
         _count(graph, broadcasting=True),
         tuple(unchecked),
         domain,
+        tuple(unmodelled),
     )
     return prove_ranges(report, ranges)
 
@@ -159,7 +173,11 @@ def propagate_shapes(
 
 def _count(graph: Graph, *, broadcasting: bool = False) -> int:
     """Count the nodes (or the broadcasting nodes) of ``graph`` and of its subgraphs."""
-    own = sum(1 for n in graph.nodes if n.rule is not None) if broadcasting else len(graph.nodes)
+    own = (  # an operator's own rule (Conv's bias, a scale) is not counted as a broadcast
+        sum(1 for n in graph.nodes if n.rule not in (None, Rule.OPERATOR))
+        if broadcasting
+        else len(graph.nodes)
+    )
     return own + sum(
         _count(s.graph, broadcasting=broadcasting) for n in graph.nodes for s in n.subgraphs
     )
@@ -196,6 +214,8 @@ def _walk(
     inputs: Mapping[str, Shape] | None = None,
     *,
     unchecked: list[Unchecked] | None = None,
+    unmodelled: list[Unchecked] | None = None,
+    undecided: list[Imposed] | None = None,
     quiet: bool = False,
     collect: list[Record] | None = None,
     derive: Derive | None = None,
@@ -219,8 +239,10 @@ def _walk(
     for node in _topological(graph.nodes, graph.path):
         peer = tuple(bind_dims(s, bound) for s in node.output_shapes)
         outputs: tuple[Shape, ...] = peer
+        if node.unmodelled and unmodelled is not None:  # listed, never skipped silently
+            unmodelled.append(Unchecked(node.name, node.op, node.unmodelled))
         if node.rule is not None:
-            if unchecked is not None:
+            if unchecked is not None and node.rule is not Rule.OPERATOR:
                 lost = [i for i in node.inputs if i and values.get(i, _DYNAMIC).rank is None]
                 if lost:
                     producers = {o: n for n in graph.nodes for o in n.outputs if o}
@@ -241,7 +263,8 @@ def _walk(
                     operands = [values.get(i, _DYNAMIC) for i in node.inputs if i]
                     result = _settled(result, operands, graph.expressions)
                 outputs = (result, *peer[1:])
-        derived = derive(node, values) if derive is not None and node.rule is None else None
+        own = node.rule is None or node.rule is Rule.OPERATOR  # shapes not from a broadcast
+        derived = derive(node, values) if derive is not None and own else None
         if derived:
             outputs = (
                 tuple(
@@ -253,7 +276,7 @@ def _walk(
         for index, name in enumerate(node.outputs):
             if name:
                 values[name] = outputs[index] if index < len(outputs) else Shape.dynamic()
-        if node.rule is None and collect is not None:  # MatMul, Concat, Reshape, Gather
+        if own and collect is not None:  # MatMul, Concat, Reshape, Gather, Conv
             if producers is None:
                 producers = {o: n for n in graph.nodes for o in n.outputs if o}
             collect_other(node, graph, values, collect, producers)
@@ -278,10 +301,47 @@ def _walk(
         into = collect if not sub.outer_scope else None
         findings.extend(
             _walk(
-                body, bound, max_elements, None, scope, bindings, unchecked=unchecked, collect=into
+                body,
+                bound,
+                max_elements,
+                None,
+                scope,
+                bindings,
+                unchecked=unchecked,
+                unmodelled=unmodelled,
+                undecided=undecided,
+                collect=into,
             )[0]
         )
+        if into is None and undecided is not None:  # the domain says what it did not decide
+            undecided.extend(_in_body(sub))
     return findings, values
+
+
+def _in_body(sub: Subgraph) -> list[Imposed]:
+    """Name the nodes of an If/Loop/Scan body whose requirements the domain leaves out."""
+    found = []
+    for node in sub.graph.nodes:
+        if node.rule is not None:
+            reason = (
+                f"in {sub.name}, a body that runs for some data only: its requirements are "
+                "not collected, so the domain is not decided past it"
+            )
+            found.append(Imposed(node.name, node.op, None, reason))
+    return found  # bodies inside it: their own walk names them
+
+
+def _not_decided(
+    unmodelled: Sequence[Unchecked], undecided: Sequence[Imposed]
+) -> tuple[Imposed, ...]:
+    """List the nodes past which the domain is not decided: those not modelled, then bodies'."""
+    seen = {i.node for i in undecided}
+    listed = [
+        Imposed(u.node, u.op, None, f"not modelled: {u.reason}")
+        for u in unmodelled
+        if u.node not in seen
+    ]
+    return tuple(dict.fromkeys([*listed, *undecided]))
 
 
 def _settled(result: Shape, operands: Sequence[Shape], expressions: dict[str, Expr]) -> Shape:

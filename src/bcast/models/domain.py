@@ -334,6 +334,8 @@ class Domain:
         What the collection leaves out (said in ``bcast domain``'s output).
     empty_at : tuple of Imposed
         Where the domain is empty: the nodes whose requirements leave no size.
+    undecided : tuple of Imposed
+        Nodes not modelled or not collected (If/Loop/Scan bodies): not decided past them.
     """
 
     dims: tuple[DimDomain, ...] = ()
@@ -343,6 +345,7 @@ class Domain:
     requirements: tuple[Requirement, ...] = field(default=(), compare=False)
     not_collected: tuple[str, ...] = ()
     empty_at: tuple[Imposed, ...] = ()
+    undecided: tuple[Imposed, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -392,6 +395,7 @@ class Domain:
             "torch_export": self.torch_lines(),
             "openvino_reshape": self.openvino_shapes(),
             "not_collected": list(self.not_collected),
+            "undecided": [i.to_json() for i in self.undecided],
         }
 
     def __str__(self) -> str:
@@ -418,6 +422,9 @@ class Domain:
             out.append(f"{r.text}" + (f"    <- {by}" if by else ""))
             if r.region:
                 out.append(f"  ({r.region})")
+        out += [f"not decided beyond node {i}: {i.reason}" for i in self.undecided[:_LISTED]]
+        if len(self.undecided) > _LISTED:
+            out.append(f"not decided beyond {len(self.undecided) - _LISTED} more nodes (--json)")
         return out
 
     def torch_lines(self) -> list[str]:

@@ -67,6 +67,7 @@ class Rule(str, Enum):
     NORMALIZATION = "normalization"  # ONNX LayerNormalization/RMSNormalization: scale, bias to X
     EXPAND = "expand"  # ONNX Expand: bidirectional with the target's values
     BROADCAST = "broadcast"  # OpenVINO Broadcast-1/-3 with a constant target
+    OPERATOR = "operator"  # the op's own rule (bcast.models.rules): quantization, com.microsoft
 
     def __str__(self) -> str:
         return self.value
@@ -104,6 +105,10 @@ class Node:
         The peer's inferred output shapes (``[...]`` where it has none).
     subgraphs : tuple of Subgraph
         Graphs the node runs: If/Loop/Scan bodies, a model-local function's body.
+    domain, attrs : str, tuple of (str, int or tuple of int)
+        The operator set of ``op`` (``""``: ONNX's); the integer attributes its rule reads.
+    unmodelled : str
+        Why bcast cannot model the node (``""``: it can); listed in the coverage.
     """
 
     name: str
@@ -121,6 +126,9 @@ class Node:
     causal: bool = False
     output_shapes: tuple[Shape, ...] = ()
     subgraphs: tuple[Subgraph, ...] = field(default=(), compare=False)
+    domain: str = ""
+    attrs: tuple[tuple[str, int | tuple[int, ...]], ...] = field(default=(), compare=False)
+    unmodelled: str = ""
 
 
 @dataclass(slots=True)
@@ -249,7 +257,7 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class Unchecked:
-    """A broadcasting node the checker could not check: its operand shapes are unknown."""
+    """A node the checker could not check (its operand shapes are unknown) or not model."""
 
     node: str
     op: str
@@ -263,6 +271,9 @@ class Report:
     ``broadcasting`` counts the broadcasting nodes; ``unchecked`` names those whose operand
     shapes could not be determined (an operand of unknown rank), with the reason.
     ``domain`` is the sizes of the input dims for which the model runs (`Domain`).
+    ``unmodelled`` names every node bcast could not model (an operator without a shape
+    rule, a body it did not read), at any depth, with the reason: nothing past them is
+    decided.
     """
 
     path: str
@@ -271,6 +282,7 @@ class Report:
     broadcasting: int = 0
     unchecked: tuple[Unchecked, ...] = ()
     domain: Domain = field(default_factory=Domain, compare=False)
+    unmodelled: tuple[Unchecked, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -288,20 +300,33 @@ class Report:
         return tuple(f for f in self.findings if f.severity is Severity.ERROR)
 
     def coverage(self) -> str | None:
-        """Say how many broadcasting nodes were not checked and why, or None if all were.
+        """Say which nodes were not modelled and how many broadcasting nodes not checked.
+
+        None when every node was modelled and every broadcasting node checked.
 
         >>> r = Report("m.onnx", 3, (), 2, (Unchecked("add", "Add", "shapes unknown"),))
         >>> r.coverage()
         '1 of 2 broadcasting nodes not checked: add (Add): shapes unknown'
+        >>> print(Report("m.onnx", 3, (), unmodelled=(Unchecked("f", "Foo", "no rule"),)))
+        m.onnx (3 nodes): no findings
+          1 of 3 nodes not modelled (nothing past them is decided): f (Foo): no rule
         """
-        if not self.unchecked:
-            return None
-        first = self.unchecked[0]
-        more = f" (and {len(self.unchecked) - 1} more)" if len(self.unchecked) > 1 else ""
-        return (
-            f"{len(self.unchecked)} of {self.broadcasting} broadcasting nodes not checked: "
-            f"{first.node} ({first.op}): {first.reason}{more}"
-        )
+        parts = []
+        if self.unmodelled:
+            named = "; ".join(f"{u.node} ({u.op}): {u.reason}" for u in self.unmodelled[:5])
+            extra = len(self.unmodelled) - 5
+            parts.append(
+                f"{len(self.unmodelled)} of {self.nodes} nodes not modelled (nothing past them "
+                f"is decided): {named}" + (f" (and {extra} more)" if extra > 0 else "")
+            )
+        if self.unchecked:
+            first = self.unchecked[0]
+            more = f" (and {len(self.unchecked) - 1} more)" if len(self.unchecked) > 1 else ""
+            parts.append(
+                f"{len(self.unchecked)} of {self.broadcasting} broadcasting nodes not checked: "
+                f"{first.node} ({first.op}): {first.reason}{more}"
+            )
+        return "; ".join(parts) or None
 
     def to_json(self) -> dict[str, object]:
         """Return the report as plain JSON data, as ``bcast check --json`` lists each model."""
@@ -313,6 +338,9 @@ class Report:
                 "broadcasting_nodes": self.broadcasting,
                 "unchecked": [
                     {"node": u.node, "op": u.op, "reason": u.reason} for u in self.unchecked
+                ],
+                "unmodelled": [
+                    {"node": u.node, "op": u.op, "reason": u.reason} for u in self.unmodelled
                 ],
             },
             "domain": self.domain.to_json(),
@@ -335,6 +363,9 @@ class Report:
         m.onnx (3 nodes): no findings
         """
         lines = [self._heading()]
+        coverage = self.coverage()
+        if coverage is not None:
+            lines.append(f"  {coverage}")
         for f in self.findings:
             where = ", ".join(
                 [f"{f.node} ({f.op})"]

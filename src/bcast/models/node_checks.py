@@ -1,15 +1,15 @@
 """The checks of one broadcasting node, for `bcast.check` (one function per rule).
 
-Each check applies bcast's rules (`bcast.plan`) to the node's operands and records
-`bcast.models.Finding` objects: a definite failure (with the `BroadcastError`'s aligned
-picture), the conditions under which symbols and intervals fail, unidirectional violations,
-oversized outputs and OpenVINO attribute pitfalls.
+Each check applies bcast's rules (`bcast.plan`) to the node's operands and records `Finding`
+objects: a definite failure (with the aligned picture), the conditions under which symbols
+and intervals fail, unidirectional violations, oversized outputs and OpenVINO pitfalls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final
 
 from bcast.core.conditions import find_conditions, is_open, readable, shown, shown_shape, symbols_at
@@ -21,6 +21,7 @@ from bcast.core.shape import Shape
 from bcast.models.channel_checks import check_prelu_channel
 from bcast.models.domain import PlanRecord, Record
 from bcast.models.graph import Finding, Graph, Node, Rule, Severity
+from bcast.models.operator_checks import check_operator
 from bcast.models.pictures import error_picture, operand_label, upper_size
 
 __all__ = ["check_node"]
@@ -494,4 +495,5 @@ _CHECKS: Final[dict[Rule | None, Callable[[_Context], Shape | None]]] = {
     Rule.NORMALIZATION: _check_normalization,
     Rule.EXPAND: _check_expand,
     Rule.BROADCAST: _check_broadcast,
+    Rule.OPERATOR: lambda c: check_operator(c.node, c.shape, partial(_apply, c), c.add, c.collect),
 }  # one function per rule, registered explicitly (tests/unit/test_check.py holds it whole)

@@ -44,6 +44,8 @@ from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
 from bcast.models.files import read_model_file
 from bcast.models.isolation import IsolationError
+from bcast.models.operator_checks import rule_for
+from bcast.models.rules_quant import QUANT_RULES
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.inference import infer, infer_with_claims
 from bcast.onnx.protos import (
@@ -223,7 +225,8 @@ class _Reader:
                 graph.shape_values[target] = probed
         prefix = scope.prefix
         for index, node_proto in enumerate(proto.node):
-            graph.nodes.append(_node(node_proto, index, peer, opsets, prefix))
+            local = (node_proto.domain, node_proto.op_type, node_proto.overload) in self.functions
+            graph.nodes.append(_node(node_proto, index, peer, opsets, prefix, local=local))
             if node_proto.op_type == "Constant" and node_proto.domain in DEFAULT_DOMAINS:
                 value = constant_node_ints(node_proto) if node_proto.output else None
                 if value is not None:
@@ -276,6 +279,7 @@ class _Reader:
                 if depth >= _MAX_DEPTH:
                     why = f"{label} is not checked: bodies and calls nest deeper than {_MAX_DEPTH}"
                     graph.notes.append(_not_checked(node, why))
+                    graph.nodes[index] = replace(graph.nodes[index], unmodelled=why)
                     continue
                 sub_scope = replace(scope, prefix=name + "/")
                 sub = self.graph(body, peer_body, probes, opsets, sub_scope, depth + 1)
@@ -285,7 +289,9 @@ class _Reader:
             body_or_why = self.call(proto, function, node, scope, depth)
             if isinstance(body_or_why, Subgraph):
                 found.append(body_or_why)
-            elif body_or_why not in self.noted:
+            else:  # its nodes are not modelled: listed in the coverage, each call
+                graph.nodes[index] = replace(graph.nodes[index], unmodelled=body_or_why)
+            if isinstance(body_or_why, str) and body_or_why not in self.noted:
                 self.noted.add(body_or_why)
                 graph.notes.append(_not_checked(node, body_or_why))
         return tuple(found)
@@ -384,15 +390,23 @@ def _schema(op: str, version: int) -> onnx.defs.OpSchema | None:
 
 
 def _node(
-    proto: onnx.NodeProto, index: int, peer: dict[str, Shape], opsets: _Opsets, prefix: str
+    proto: onnx.NodeProto,
+    index: int,
+    peer: dict[str, Shape],
+    opsets: _Opsets,
+    prefix: str,
+    *,
+    local: bool = False,
 ) -> Node:
     op = proto.op_type
     name = prefix + (proto.name or f"{op}_{index}")
     outputs = tuple(proto.output)
     shapes = tuple(peer.get(o, Shape.dynamic()) for o in outputs)
-    base = Node(name, op, tuple(proto.input), outputs, output_shapes=shapes)
+    base = Node(name, op, tuple(proto.input), outputs, output_shapes=shapes, domain=proto.domain)
     if proto.domain not in DEFAULT_DOMAINS:
-        return base
+        return _other_domain(replace(base, attrs=_int_attributes(proto)), local=local)
+    if op in QUANT_RULES:  # scales, zero points and biases: bcast.models.rules_quant
+        base = replace(base, rule=Rule.OPERATOR, domain="", attrs=_int_attributes(proto))
     if op in ("Concat", "Gather", "GatherElements"):  # their axis, for the domain
         return replace(base, axis=int(attribute(proto, "axis", 0)))
     if op == "GatherND":  # its batch_dims, for the domain's index bounds
@@ -405,8 +419,8 @@ def _node(
         return replace(base, rule=Rule.NORMALIZATION)
     version = opsets.get("")
     schema = _schema(op, version) if version is not None else None
-    if version is not None and schema is None:
-        return base  # not an operator of this opset: onnxruntime refuses the model anyway
+    if version is not None and schema is None:  # onnxruntime refuses the model anyway
+        return replace(base, unmodelled=f"{op} is not an operator of ONNX opset {version}")
     if schema is not None:
         legacy = "broadcast" in schema.attributes  # Add..Less and Gemm of opsets 1 and 6
     else:  # no opset imported (IR version < 3): go by the attribute
@@ -437,6 +451,32 @@ def _node(
     if op == "Expand":
         return replace(base, rule=Rule.EXPAND, mode=Mode.BIDIRECTIONAL)
     return base
+
+
+def _other_domain(base: Node, *, local: bool) -> Node:
+    """Give a node of another operator set its rule, or say that bcast cannot model it.
+
+    ``local``: a model-local function implements it (its body is read as a subgraph).
+    """
+    if rule_for(base.domain, base.op) is not None:
+        return replace(base, rule=Rule.OPERATOR)
+    if local or onnx.defs.has(base.op, base.domain):  # ai.onnx.ml: ONNX's inference knows it
+        return base
+    return replace(
+        base,
+        unmodelled=f"op {base.domain}.{base.op} has no shape rule in bcast (nor in ONNX)",
+    )
+
+
+def _int_attributes(proto: onnx.NodeProto) -> tuple[tuple[str, int | tuple[int, ...]], ...]:
+    """Return the integer attributes of a node, for its operator rule (`rules_base`)."""
+    found: list[tuple[str, int | tuple[int, ...]]] = []
+    for attr in proto.attribute:
+        if attr.type == onnx.AttributeProto.INT:
+            found.append((attr.name, int(attr.i)))
+        elif attr.type == onnx.AttributeProto.INTS:
+            found.append((attr.name, tuple(int(v) for v in attr.ints)))
+    return tuple(found)
 
 
 def _gemm(base: Node, proto: onnx.NodeProto) -> Node:

@@ -72,6 +72,7 @@ from bcast.models.verification import (
 )
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
+from bcast.onnx.coverage import NO_BROADCAST, OPERATOR, in_bodies, inlined
 from bcast.onnx.one_node import REFERENCE_OPS, check_request, one_node_model, run_reference
 from bcast.onnx.peer import infer_isolated, run_onnxruntime, run_openvino
 from bcast.onnx.probe import Probed, is_open, probe_inputs, with_probe
@@ -133,6 +134,7 @@ def verify_model(
         folder = os.path.dirname(os.path.abspath(path))
         model = load_model(path)
         check_integrity(path, model)  # messages name the file (read_onnx has only the proto)
+    model = inlined(model)  # a model-local function's nodes run as the main graph's
     graph = read_onnx(model)
     graph.path = path  # read from the proto: messages (a cycle) name the file
     shapes = propagate_shapes(graph, dims=dims)
@@ -145,8 +147,15 @@ def verify_model(
     types = _elem_types(model)
     tensors = _Tensors(_constant_tensors(model), folder, path)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    for node in graph.nodes:  # what verify does not run is listed, never left out silently
+        for sub in node.subgraphs:
+            for inner, where in in_bodies(sub):
+                outcome.skip(inner.name, inner.op, Skip.IN_BODY, where)
     for index, node in enumerate(graph.nodes):
-        if node.rule is None:  # not a broadcasting node
+        if node.rule is None or node.op in NO_BROADCAST:  # not a broadcasting node
+            continue
+        if node.rule is Rule.OPERATOR:
+            outcome.skip(node.name, node.op, Skip.UNSUPPORTED, OPERATOR)
             continue
         if node.op not in SUPPORTED_OPS and node.op not in REFERENCE_OPS:
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, NO_OPERATOR)

@@ -1,0 +1,222 @@
+"""Quantization as broadcasting: the rules of scales, zero points and biases.
+
+A quantization scale is an axis-aligned broadcast, as PDPD's: per tensor (one element), per
+axis (a 1-D scale as long as ``x.shape[axis]``) or, from ONNX opset 21, per block (``x``'s
+shape with ``x.shape[axis]`` ceil-divided by ``block_size``). ONNX's shape inference checks
+none of it; onnxruntime refuses the node when it runs. The rules, each from the operator's
+definition:
+
+- ``QuantizeLinear`` / ``DequantizeLinear``: the scale per tensor, per axis or per block; the
+  zero point of the scale's shape.
+- ``QLinearConv``: ``x_scale`` and ``y_scale`` of one element; ``w_scale`` and ``w_zero_point``
+  per output channel (``M`` elements, or one); the bias of ``M`` elements.
+- ``QLinearMatMul``: ``a_scale`` per tensor or per row of ``a``, ``b_scale`` per tensor or
+  per column of ``b``; ``y_scale`` of one element.
+- ``Conv`` / ``ConvTranspose``: the bias has one element per output channel (``M``, or
+  ``group * W.shape[1]`` for ConvTranspose).
+- OpenVINO ``FakeQuantize``: ``input_low``... broadcast onto ``X`` by its ``auto_broadcast``.
+
+Examples
+--------
+>>> from bcast import Shape
+>>> from bcast.models.graph import Node
+>>> node = Node("dq", "DequantizeLinear", ("x", "s"), ("y",), attrs=(("axis", 1),))
+>>> outcome = QUANT_RULES["DequantizeLinear"](node, [Shape((1, 16, 8)), Shape((15,))])
+>>> [str(s) for _, s in outcome.constraints[0].operands]
+['[16]', '[15]']
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from bcast.core.dim import Dim
+from bcast.core.modes import Mode
+from bcast.core.shape import Shape
+from bcast.models.graph import Node
+from bcast.models.rules_base import (
+    Constraint,
+    Operands,
+    Outcome,
+    RuleFunction,
+    attr,
+    ceil_div,
+    dims_of,
+    equal,
+    last,
+    one_way,
+)
+
+__all__ = ["QUANT_RULES", "one_element"]
+
+_DYNAMIC: Final = Shape.dynamic()
+
+
+def _at(shapes: Operands, index: int) -> Shape:
+    return shapes[index] if index < len(shapes) else _DYNAMIC
+
+
+def _given(node: Node, index: int) -> bool:
+    return index < len(node.inputs) and bool(node.inputs[index])
+
+
+def one_element(shape: Shape) -> bool | None:
+    """Tell whether ``shape`` holds exactly one element (None: not known).
+
+    >>> one_element(Shape(())), one_element(Shape((1,))), one_element(Shape((3,)))
+    (True, True, False)
+    """
+    if shape.rank is None:
+        return None
+    if all(d.is_static for d in shape.dims):
+        return all(d.lo == 1 for d in shape.dims)
+    return False if any(d.lo is not None and d.lo > 1 for d in shape.dims) else None
+
+
+def _scalar_errors(node: Node, shapes: Operands, roles: dict[int, str]) -> list[tuple[None, str]]:
+    """Say which of the inputs ``roles`` names do not hold one element."""
+    errors = []
+    for index, role in roles.items():
+        if _given(node, index):
+            shape = _at(shapes, index)
+            if one_element(shape) is False:
+                errors.append(
+                    (None, f"{node.op} {role} {shape} must hold one element (per tensor)")
+                )
+    return errors
+
+
+def _linear(node: Node, shapes: Operands) -> Outcome:
+    """QuantizeLinear / DequantizeLinear: the scale per tensor, per axis or per block."""
+    x, scale, zero = _at(shapes, 0), _at(shapes, 1), _at(shapes, 2)
+    if x.rank is None or scale.rank is None:
+        return Outcome()
+    constraints: list[Constraint] = []
+    errors: list[tuple[int | None, str]] = []
+    block = attr(node, "block_size", 0)
+    axis = attr(node, "axis", 1)
+    axis = axis + x.rank if axis < 0 else axis
+    per_tensor = one_element(scale) is True and block <= 0
+    if not per_tensor and not 0 <= axis < max(x.rank, 1):
+        errors.append((None, f"{node.op} axis {attr(node, 'axis', 1)} is outside x {x}"))
+    elif block > 0:
+        expected = Shape(ceil_div(d, block) if i == axis else d for i, d in enumerate(x.dims))
+        context = (
+            f"{node.op} with block_size={block} needs a scale of x's shape {x} with axis "
+            f"{axis} ceil-divided by {block} ({expected}); onnxruntime refuses the node: "
+        )
+        constraints.append(equal("blocks", expected, "scale", scale, context))
+    elif not per_tensor and scale.rank == 1:
+        context = (
+            f"{node.op} per axis: the scale {scale} needs one element per x.shape[{axis}] "
+            f"({x.dims[axis]}) of x {x}; onnxruntime refuses the node: "
+        )
+        constraints.append(equal(f"x[{axis}]", dims_of(x.dims[axis]), "scale", scale, context))
+    elif not per_tensor and scale.rank is not None and scale.rank > 1:
+        errors.append(
+            (None, f"{node.op} scale {scale} is neither one element nor 1-D per axis "
+             "(a scale of x's rank needs block_size > 0, opset 21)")
+        )  # fmt: skip
+    if _given(node, 2) and zero.rank is not None:
+        context = f"{node.op} zero point {zero} must have the scale's shape {scale}: "
+        constraints.append(equal("scale", scale, "zero_point", zero, context))
+    return Outcome(tuple(constraints), x, errors=tuple(errors))
+
+
+def _qlinear_conv(node: Node, shapes: Operands) -> Outcome:
+    """QLinearConv: w_scale and w_zero_point per output channel, the bias of M elements."""
+    w = _at(shapes, 3)
+    errors = _scalar_errors(node, shapes, {1: "x_scale", 2: "x_zero_point", 6: "y_scale"})
+    if w.rank is None or w.rank < 1:
+        return Outcome(errors=tuple(errors))
+    channels = dims_of(w.dims[0])
+    constraints = []
+    for index, role in ((4, "w_scale"), (5, "w_zero_point")):
+        shape = _at(shapes, index)
+        if _given(node, index) and shape.rank is not None:
+            context = (
+                f"QLinearConv {role} {shape} must hold one element or one per output channel "
+                f"(M = {w.dims[0]}); onnxruntime refuses the node: "
+            )
+            constraints.append(one_way("M", channels, role, shape, context))
+    bias = _at(shapes, 8)
+    if _given(node, 8) and bias.rank is not None:
+        context = f"QLinearConv bias {bias} needs one element per output channel (M): "
+        constraints.append(equal("M", channels, "B", bias, context))
+    return Outcome(tuple(constraints), errors=tuple(errors))
+
+
+def _qlinear_matmul(node: Node, shapes: Operands) -> Outcome:
+    """QLinearMatMul: a_scale per tensor or per row of a, b_scale per column of b."""
+    a, b = _at(shapes, 0), _at(shapes, 3)
+    errors = _scalar_errors(node, shapes, {6: "y_scale"})
+    constraints = []
+    for index, role, dim, what in (
+        (1, "a_scale", last(a, 2), "row of a"),
+        (2, "a_zero_point", last(a, 2), "row of a"),
+        (4, "b_scale", last(b), "column of b"),
+        (5, "b_zero_point", last(b), "column of b"),
+    ):
+        shape = _at(shapes, index)
+        if dim is None or shape.rank is None or not _given(node, index):
+            continue
+        context = (
+            f"QLinearMatMul {role} {shape} must hold one element or one per {what} ({dim}); "
+            "onnxruntime refuses the node: "
+        )
+        constraints.append(one_way(what, dims_of(dim), role, shape, context))
+    inner_a, inner_b = last(a), last(b, 2)
+    if inner_a is not None and inner_b is not None:
+        context = "QLinearMatMul: a's last dim and b's second to last must be equal: "
+        constraints.append(equal("a[-1]", dims_of(inner_a), "b[-2]", dims_of(inner_b), context))
+    return Outcome(tuple(constraints), errors=tuple(errors))
+
+
+def _conv_bias(node: Node, shapes: Operands) -> Outcome:
+    """Conv / ConvTranspose: the bias holds one element per output channel."""
+    w, bias = _at(shapes, 1), _at(shapes, 2)
+    if not _given(node, 2) or w.rank is None or w.rank < 2 or bias.rank is None:
+        return Outcome()
+    if node.op == "ConvTranspose":
+        group = attr(node, "group", 1)
+        per = w.dims[1]
+        channels = Dim(per.lo * group) if per.is_static and per.lo is not None else Dim.unknown()
+        said = f"group * W.shape[1] = {group} * {per}"
+    else:
+        channels, said = w.dims[0], f"W.shape[0] = {w.dims[0]}"
+    context = (
+        f"{node.op} bias {bias} needs one element per output channel ({said}); ONNX shape "
+        "inference does not check it, onnxruntime refuses the node: "
+    )
+    return Outcome((equal("M", dims_of(channels), "B", bias, context),))
+
+
+def _fake_quantize(node: Node, shapes: Operands) -> Outcome:
+    """OpenVINO FakeQuantize: the four limits broadcast onto X by ``auto_broadcast``."""
+    named = ("X", "input_low", "input_high", "output_low", "output_high")
+    operands = tuple(
+        ((node.inputs[i] if _given(node, i) else "") or named[i], _at(shapes, i)) for i in range(5)
+    )
+    mode = node.mode or Mode.NUMPY
+    context = f"FakeQuantize limits broadcast onto X ({mode.value}): "
+    if mode is Mode.PDPD:
+        constraints = tuple(
+            Constraint(
+                (operands[0], operand), Mode.PDPD, context, roles=("X", named[i]), axis=node.axis
+            )
+            for i, operand in enumerate(operands[1:], start=1)
+        )
+        return Outcome(constraints)
+    return Outcome((Constraint(operands, mode, context),))
+
+
+QUANT_RULES: Final[dict[str, RuleFunction]] = {
+    "QuantizeLinear": _linear,
+    "DequantizeLinear": _linear,
+    "QLinearConv": _qlinear_conv,
+    "QLinearMatMul": _qlinear_matmul,
+    "Conv": _conv_bias,
+    "ConvTranspose": _conv_bias,
+    "FakeQuantize": _fake_quantize,  # OpenVINO IR
+}
+"""The ONNX (default domain) and OpenVINO operators of this family, by op type."""

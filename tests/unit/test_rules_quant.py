@@ -1,0 +1,213 @@
+"""Quantization as broadcasting: scales, zero points and biases (issue 37, item 4).
+
+Each case is a valid model and a one-bug mutant built with onnx.helper. The expected verdict
+is the ONNX operator definition's, confirmed by onnxruntime on the same model: the valid one
+runs, the mutant fails to load or to run. bcast reports the mutant at its node, without
+running it, and says nothing about the valid one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from bcast.models import Rule, Severity, check_graph
+from bcast.onnx.reader import read_onnx
+
+F, U8, I8 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8
+
+
+def _model(nodes, inputs, inits, opset=13, out=F):
+    outputs = [helper.make_tensor_value_info(nodes[-1].output[0], out, None)]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8 if opset < 21 else 10
+    return model
+
+
+def _init(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def _ort_runs(model, feeds) -> bool:
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        session.run(None, feeds)
+    except Exception:  # onnxruntime's load or run failure: the verdict we compare with
+        return False
+    return True
+
+
+def _errors(model):
+    report = check_graph(read_onnx(model))
+    return [f for f in report.findings if f.severity is Severity.ERROR]
+
+
+def _dequantize(channels, *, axis=1, block=0, opset=13):
+    x = helper.make_tensor_value_info("x", I8, [2, 16, 4])
+    scale = np.ones((2, channels, 4), np.float32) if block else np.ones(channels, np.float32)
+    attrs = {"axis": axis, **({"block_size": block} if block else {})}
+    node = helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="dq", **attrs)
+    return _model([node], [x], [_init("s", scale)], opset)
+
+
+def _x_int8():
+    return {"x": np.ones((2, 16, 4), np.int8)}
+
+
+@pytest.mark.parametrize(
+    ("valid", "mutant"),
+    [
+        (_dequantize(16), _dequantize(15)),  # per axis: one scale per x.shape[1]
+        (_dequantize(4, axis=2), _dequantize(3, axis=2)),
+        (_dequantize(2, block=8, opset=21), _dequantize(3, block=8, opset=21)),  # 16/8 = 2
+    ],
+    ids=["per-axis", "per-axis-last", "blocked"],
+)
+def test_a_dequantize_scale_one_channel_short_is_reported_at_its_node(valid, mutant):
+    assert _ort_runs(valid, _x_int8())
+    assert not _ort_runs(mutant, _x_int8())
+    assert _errors(valid) == []
+    found = _errors(mutant)
+    assert [f.node for f in found] == ["dq"]
+    assert "scale" in found[0].reason
+
+
+def _quantize(channels, zero_channels):
+    x = helper.make_tensor_value_info("x", F, [2, 16, 4])
+    inits = [
+        _init("s", np.ones(channels, np.float32)),
+        _init("z", np.zeros(zero_channels, np.uint8)),
+    ]
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q", axis=1)
+    return _model([node], [x], inits, out=U8)
+
+
+def test_a_quantize_zero_point_of_another_shape_than_its_scale_is_reported():
+    feeds = {"x": np.ones((2, 16, 4), np.float32)}
+    assert _ort_runs(_quantize(16, 16), feeds)
+    assert not _ort_runs(_quantize(16, 15), feeds)
+    assert _errors(_quantize(16, 16)) == []
+    assert [f.node for f in _errors(_quantize(16, 15))] == ["q"]
+
+
+def _qlinear_conv(w_scales, bias):
+    x = helper.make_tensor_value_info("x", U8, [1, 3, 8, 8])
+    inits = [
+        _init("xs", np.float32(0.1)), _init("xz", np.uint8(0)),
+        _init("w", np.ones((8, 3, 3, 3), np.int8)),
+        _init("ws", np.full(w_scales, 0.1, np.float32)), _init("wz", np.zeros(w_scales, np.int8)),
+        _init("ys", np.float32(0.2)), _init("yz", np.uint8(0)),
+        _init("b", np.zeros(bias, np.int32)),
+    ]  # fmt: skip
+    node = helper.make_node(
+        "QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], name="qconv"
+    )
+    return _model([node], [x], inits, out=U8)
+
+
+@pytest.mark.parametrize(("w_scales", "bias"), [(7, 8), (8, 7)], ids=["w_scale", "bias"])
+def test_a_qlinearconv_per_channel_scale_or_bias_one_short_is_reported(w_scales, bias):
+    feeds = {"x": np.ones((1, 3, 8, 8), np.uint8)}
+    assert _ort_runs(_qlinear_conv(8, 8), feeds)
+    assert _ort_runs(_qlinear_conv(1, 8), feeds)  # one scale for every channel
+    assert not _ort_runs(_qlinear_conv(w_scales, bias), feeds)
+    assert _errors(_qlinear_conv(8, 8)) == [] and _errors(_qlinear_conv(1, 8)) == []
+    assert {f.node for f in _errors(_qlinear_conv(w_scales, bias))} == {"qconv"}
+
+
+def _qlinear_matmul(b_scales):
+    a = helper.make_tensor_value_info("a", U8, [4, 6])
+    inits = [
+        _init("as", np.float32(0.1)), _init("az", np.uint8(0)),
+        _init("b", np.ones((6, 5), np.uint8)),
+        _init("bs", np.full(b_scales, 0.1, np.float32)), _init("bz", np.zeros(b_scales, np.uint8)),
+        _init("ys", np.float32(0.2)), _init("yz", np.uint8(0)),
+    ]  # fmt: skip
+    node = helper.make_node(
+        "QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], name="qmm"
+    )
+    return _model([node], [a], inits, out=U8)
+
+
+def test_a_qlinearmatmul_per_column_scale_one_short_is_reported():
+    feeds = {"a": np.ones((4, 6), np.uint8)}
+    assert _ort_runs(_qlinear_matmul(5), feeds)
+    assert not _ort_runs(_qlinear_matmul(4), feeds)
+    assert _errors(_qlinear_matmul(5)) == []
+    assert {f.node for f in _errors(_qlinear_matmul(4))} == {"qmm"}
+
+
+def _conv(op, bias, group=1):
+    x = helper.make_tensor_value_info("x", F, [1, 4, 8, 8])
+    shape = (6, 4 // group, 3, 3) if op == "Conv" else (4, 3, 3, 3)  # M = 6 either way
+    inits = [_init("w", np.ones(shape, np.float32)), _init("b", np.zeros(bias, np.float32))]
+    node = helper.make_node(op, ["x", "w", "b"], ["y"], name="conv", group=group)
+    return _model([node], [x], inits)
+
+
+@pytest.mark.parametrize(
+    ("op", "group"), [("Conv", 1), ("Conv", 2), ("ConvTranspose", 1), ("ConvTranspose", 2)]
+)
+def test_a_conv_bias_one_short_is_reported(op, group):
+    # ConvTranspose: M = group * W.shape[1] = 6 only for group 2; group 1 gives 3
+    channels = 6 if op == "Conv" or group == 2 else 3
+    feeds = {"x": np.ones((1, 4, 8, 8), np.float32)}
+    assert _ort_runs(_conv(op, channels, group), feeds)
+    assert not _ort_runs(_conv(op, channels - 1, group), feeds)
+    assert _errors(_conv(op, channels, group)) == []
+    assert [f.node for f in _errors(_conv(op, channels - 1, group))] == ["conv"]
+
+
+def test_a_symbolic_channel_count_gives_the_condition_on_it():
+    x = helper.make_tensor_value_info("x", I8, ["n", "c", 4])
+    node = helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="dq", axis=1)
+    model = _model([node], [x], [_init("s", np.ones(16, np.float32))])
+    report = check_graph(read_onnx(model))
+    (finding,) = report.findings
+    assert finding.node == "dq" and finding.severity is Severity.WARNING
+    assert "c" in finding.reason and "16" in finding.reason
+    assert report.domain.dim("c").text == "16"
+
+
+def test_quantization_nodes_take_the_operator_rule():
+    graph = read_onnx(_dequantize(16))
+    assert graph.nodes[0].rule is Rule.OPERATOR
+
+
+def test_an_openvino_fake_quantize_limit_one_channel_short_is_reported(tmp_path):
+    ov = pytest.importorskip("openvino")
+    from openvino import opset13 as ops
+
+    x = ops.parameter([1, 4, 8, 8], np.float32, name="x")
+    limits = [ops.constant(np.full((1, 4, 1, 1), v, np.float32)) for v in (0.0, 1.0, 0.0, 1.0)]
+    fq = ops.fake_quantize(x, *limits, 256, name="fq")
+    model = ov.Model([fq.output(0)], [x], "m")
+    path = tmp_path / "fq.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    valid = check_graph(_read_ir(path))
+    assert [f for f in valid.findings if f.severity is Severity.ERROR] == []
+    # The mutant: input_low of 3 channels for X's 4 (its data and port cut to 3 floats).
+    text = path.read_text()
+    first = text.index('<data element_type="f32" shape="1, 4, 1, 1" offset="0" size="16" />')
+    head, tail = text[:first], text[first:]
+    tail = tail.replace(
+        'shape="1, 4, 1, 1" offset="0" size="16"', 'shape="1, 3, 1, 1" offset="0" size="12"', 1
+    )
+    tail = tail.replace("<dim>4</dim>", "<dim>3</dim>", 1)
+    path.write_text(head + tail)
+    with pytest.raises(Exception):  # noqa: B017 (OpenVINO's own refusal, any type)
+        ov.Core().read_model(path)
+    found = [f for f in check_graph(_read_ir(path)).findings if f.severity is Severity.ERROR]
+    # bcast's own finding at the axis, not only OpenVINO's refusal ("peer-rejects")
+    assert ("fq", "incompatible", 1) in [(f.node, f.kind, f.axis) for f in found]
+
+
+def _read_ir(path):
+    from bcast.openvino.reader import read_ir
+
+    return read_ir(str(path))

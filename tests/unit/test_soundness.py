@@ -1,0 +1,185 @@
+"""The soundness contract (issue 37, item 1): say only what is true, list what is not known.
+
+Every node that `check`/`domain` cannot model is listed in coverage (text, JSON, SARIF) and
+the domain says it is not decided past it; `verify` compares every broadcasting node, inside
+model-local functions and If bodies too, or lists each one it does not compare with its
+reason, and never says "every runtime agrees" without saying how many it did not compare.
+Models: an onnxscript-style model whose broadcasting nodes sit in a model-local function
+(a FunctionProto in model.functions), an If whose branches hold an Add, an operator of a
+domain bcast has no rule for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import onnx
+import onnxruntime as ort
+from click.testing import CliRunner
+from onnx import TensorProto, helper, numpy_helper
+
+from bcast.cli import main
+from bcast.cli._output import load_schema
+from bcast.onnx.verify import verify_model
+
+F = TensorProto.FLOAT
+
+
+def _save(path: Path, model: onnx.ModelProto) -> str:
+    onnx.save(model, path)
+    return str(path)
+
+
+def _function_model() -> onnx.ModelProto:
+    """As onnxscript writes a module: the graph calls a function holding 3 broadcasts."""
+    body = [
+        helper.make_node("Add", ["X", "B"], ["T"], name="add_in_fn"),
+        helper.make_node("Mul", ["T", "B"], ["U"], name="mul_in_fn"),
+        helper.make_node("Sub", ["U", "X"], ["Y"], name="sub_in_fn"),
+    ]
+    fn = helper.make_function(
+        "pkg.local", "Block", ["X", "B"], ["Y"], body, [helper.make_opsetid("", 17)]
+    )
+    x = helper.make_tensor_value_info("x", F, ["batch", 4])
+    y = helper.make_tensor_value_info("y", F, None)
+    bias = numpy_helper.from_array(np.ones(4, np.float32), "bias")
+    nodes = [
+        helper.make_node("Block", ["x", "bias"], ["t"], domain="pkg.local", name="call"),
+        helper.make_node("Add", ["t", "x"], ["y"], name="top_add"),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [y], [bias])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("pkg.local", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, functions=[fn])
+    model.ir_version = 8
+    return model
+
+
+def _if_model() -> onnx.ModelProto:
+    def branch(name: str, op: str) -> onnx.GraphProto:
+        out = helper.make_tensor_value_info(f"{name}_out", F, None)
+        return helper.make_graph(
+            [helper.make_node(op, ["a", "b"], [f"{name}_out"], name=f"{name}_{op.lower()}")],
+            name,
+            [],
+            [out],
+        )
+
+    inputs = [
+        helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+        helper.make_tensor_value_info("a", F, ["n", 4]),
+        helper.make_tensor_value_info("b", F, [4]),
+    ]
+    node = helper.make_node(
+        "If", ["c"], ["o"], name="if", then_branch=branch("then", "Add"),
+        else_branch=branch("else", "Mul"),
+    )  # fmt: skip
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("o", F, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _unknown_op_model(domain: str = "com.microsoft", op: str = "NotARealOp") -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", F, ["batch", 8])
+    nodes = [
+        helper.make_node(op, ["x"], ["t"], domain=domain, name="custom"),
+        helper.make_node("Add", ["t", "x"], ["y"], name="after"),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", F, None)])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
+    return model
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+# -- check and domain ------------------------------------------------------------------------
+
+
+def test_an_unknown_op_is_listed_in_text_json_and_sarif(tmp_path):
+    path = _save(tmp_path / "m.onnx", _unknown_op_model())
+    text = _cli("check", path).output
+    assert "not modelled" in text and "custom (NotARealOp)" in text
+    result = _cli("check", path, "--json")
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, load_schema("check"))
+    coverage = data["models"][0]["coverage"]
+    assert [u["node"] for u in coverage["unmodelled"]] == ["custom"]
+    assert "com.microsoft.NotARealOp has no shape rule" in coverage["unmodelled"][0]["reason"]
+    assert [u["node"] for u in data["models"][0]["domain"]["undecided"]] == ["custom"]
+    sarif = json.loads(_cli("check", path, "--format", "sarif").stdout)
+    results = sarif["runs"][0]["results"]
+    assert [(r["ruleId"], r["level"]) for r in results] == [("not-modelled", "note")]
+
+
+def test_domain_names_the_node_past_which_it_is_not_decided(tmp_path):
+    path = _save(tmp_path / "m.onnx", _unknown_op_model("org.example", "Mystery"))
+    out = _cli("domain", path).output
+    assert "not decided beyond node custom (Mystery)" in out
+    out = _cli("domain", path, "--dim", "batch=3").output
+    assert "inside the domain, but not decided past 1 node" in out
+    result = _cli("domain", path, "--json", "--dim", "batch=3")
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, load_schema("domain"))
+    assert data["point"]["undecided"] == 1
+    assert data["domain"]["undecided"][0]["node"] == "custom"
+
+
+def test_an_if_body_is_not_decided_by_the_domain_and_says_so(tmp_path):
+    path = _save(tmp_path / "if.onnx", _if_model())
+    data = json.loads(_cli("domain", path, "--json").stdout)
+    assert {u["node"] for u in data["domain"]["undecided"]} == {
+        "if/then_branch/then_add",
+        "if/else_branch/else_mul",
+    }
+
+
+def test_a_model_local_function_body_is_modelled_and_not_listed(tmp_path):
+    path = _save(tmp_path / "fn.onnx", _function_model())
+    data = json.loads(_cli("check", path, "--json").stdout)
+    assert data["models"][0]["coverage"]["unmodelled"] == []
+    assert data["models"][0]["domain"]["undecided"] == []
+
+
+# -- verify ----------------------------------------------------------------------------------
+
+
+def test_verify_compares_the_broadcasting_nodes_inside_a_local_function(tmp_path):
+    path = _save(tmp_path / "fn.onnx", _function_model())
+    feeds = {"x": np.ones((2, 4), np.float32)}
+    ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    outcome = verify_model(path, runtimes=["onnxruntime"])
+    ops = sorted(n.op for n in outcome.nodes)
+    assert ops == ["Add", "Add", "Mul", "Sub"]  # 3 in the function, 1 in the graph
+    assert outcome.skipped == [] and outcome.disagreements == 0
+
+
+def test_verify_lists_each_node_of_an_if_body_it_does_not_compare(tmp_path):
+    path = _save(tmp_path / "if.onnx", _if_model())
+    outcome = verify_model(path, runtimes=["onnxruntime"])
+    listed = {(s.node, s.kind.value) for s in outcome.skipped}
+    assert listed == {
+        ("if/then_branch/then_add", "in-body"),
+        ("if/else_branch/else_mul", "in-body"),
+    }
+    result = _cli("verify", path, "--runtime", "onnxruntime", "--json")
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, load_schema("verify"))
+    assert data["summary"]["skipped"] == 2
+
+
+def test_verify_never_says_every_runtime_agrees_without_what_it_did_not_compare(tmp_path):
+    model = _if_model()
+    extra = helper.make_node("Add", ["a", "b"], ["top"], name="top_add")
+    model.graph.node.append(extra)
+    model.graph.output.append(helper.make_tensor_value_info("top", F, None))
+    path = _save(tmp_path / "if_and_add.onnx", model)
+    out = _cli("verify", path, "--runtime", "onnxruntime").output
+    last = " ".join(out.split())
+    assert "every runtime agrees with bcast; 2 broadcasting nodes not compared" in last
