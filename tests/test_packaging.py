@@ -90,6 +90,7 @@ def test_the_core_imports_only_its_hard_dependencies() -> None:
     optional = {  # the dask and fast extras
         "arrays/dask.py",
         "engine/dask.py",
+        "engine/numba_cache.py",
         "engine/numba_entry.py",
         "engine/numba_halves.py",
         "engine/numba_kernels.py",
