@@ -100,6 +100,22 @@ def test_the_range_decides_a_conditional_finding_of_a_real_bert() -> None:
     assert "fails at seq=65, inside --dim seq=1..65" in " ".join(result.stdout.split())
 
 
+def test_a_condition_on_a_dim_without_a_range_stays_and_says_why() -> None:
+    # GPT-2 (dynamo): the mask's own dims s43, s53 meet the sequence s70 at two Adds. Ranges
+    # on s70 and the batch s72 alone cannot decide them: the warnings stay, saying why.
+    path = str(REAL / "gpt2_dynamo.onnx")
+    report = bcast.check(path, dims={"s70": (1, 64), "s72": (1, 8)})
+    assert [(f.kind, f.node) for f in report.findings] == [
+        ("conditional", "node_add_168"),
+        ("conditional", "node_add_347"),
+    ]
+    for finding in report.findings:
+        assert finding.reason.endswith(
+            "(not decided over the --dim ranges: it also depends on s43, s53, which no --dim "
+            "range bounds)"
+        )
+
+
 def test_the_python_api_takes_ranges(positions: str) -> None:
     assert bcast.check(positions, dims={"seq": (1, 512)}).ok
     assert bcast.check(positions, dims={"seq": "1..512", "batch": 3}).ok

@@ -148,6 +148,8 @@ class Decision:
     proven: set[str] = field(default_factory=set)
     failing: dict[str, tuple[Imposed, dict[str, int]]] = field(default_factory=dict)
     undecided: set[str] = field(default_factory=set)
+    why: dict[str, str] = field(default_factory=dict)
+    """Why a node the ranges enter is left undecided (said in its finding)."""
 
 
 def decide(
@@ -173,6 +175,8 @@ def decide(
             continue
         if not free <= ranges.keys():
             out.undecided.add(node)
+            others = ", ".join(sorted(free - ranges.keys()))
+            out.why.setdefault(node, f"it also depends on {others}, which no --dim range bounds")
             continue
         verdict = (
             _one(domain, requirement, ranges)
@@ -183,6 +187,11 @@ def decide(
             out.failing[node] = (requirement.imposed, verdict)
         elif verdict is None:
             out.undecided.add(node)
+            out.why.setdefault(
+                node,
+                f"it relates {', '.join(sorted(free))} over more than {GRID_POINTS} sizes "
+                "(or a range without an upper bound)",
+            )
     out.proven = touched - out.undecided - out.failing.keys()
     return out
 
@@ -281,7 +290,9 @@ def prove_ranges(report: Report, ranges: Mapping[str, Range]) -> Report:
             said.add(finding.node)  # the condition met inside the ranges: an error there
             kept.append(_failure(finding, *failing, ranges))
         elif failing is None and finding.node not in decision.proven:
-            kept.append(finding)
+            why = decision.why.get(finding.node)
+            note = f" (not decided over the --dim ranges: {why})" if why else ""
+            kept.append(replace(finding, reason=finding.reason + note))
     for node, (imposed, point) in decision.failing.items():
         if node not in said:  # a requirement with no finding of its own (a Gather's table)
             blank = Finding(Severity.ERROR, "", node, imposed.op, (), None, imposed.axis, "")
