@@ -126,3 +126,13 @@ def test_a_model_name_stays_recognisable_on_one_line() -> None:
     assert result.exit_code == 1
     assert "nodex\\n\\x3a:error file=evil.py,line=1::forged by model" not in result.stdout
     assert "nodex\\n::error file=evil.py,line=1::forged by model\\n" in result.stdout
+
+
+@pytest.mark.parametrize("model", ["inj_gh.onnx", "inj_ansi.onnx"])
+def test_the_python_reports_show_model_text_escaped(model: str) -> None:
+    import bcast
+
+    report = bcast.check(str(HOSTILE / model))
+    for text in (str(report), report.to_html()):
+        assert not RAW.search(text)
+        assert not any(line.lstrip().startswith("::") for line in text.splitlines())

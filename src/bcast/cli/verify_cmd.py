@@ -376,13 +376,14 @@ def _render_outcome(console: Console, outcome: Verification) -> None:
     else:
         console.print(Text("every runtime agrees with bcast" + skipped, style="green"))
     if outcome.failing:
-        named = ", ".join(f"{n.node} ({n.op})" for n in outcome.failing[:3])
+        named = ", ".join(safe_text(f"{n.node} ({n.op})") for n in outcome.failing[:3])
         more = f" and {len(outcome.failing) - 3} more" if len(outcome.failing) > 3 else ""
+        path = safe_text(outcome.path)
         line = (
             f"{plural(len(outcome.failing), 'node')} "
             f"{'fails' if len(outcome.failing) == 1 else 'fail'} in bcast and in every runtime at "
             f"these sizes: {named}{more}. The model does not run there; bcast domain "
-            f"{outcome.path} says for which sizes it does, and bcast check {outcome.path} "
+            f"{path} says for which sizes it does, and bcast check {path} "
             "--dim NAME=LO..HI proves a range"
         )
         width = max(console.width, 40)

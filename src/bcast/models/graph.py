@@ -16,6 +16,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
+from bcast.core.text import safe_text
 from bcast.models.domain import Domain
 from bcast.models.report_html import report_html
 
@@ -377,7 +378,7 @@ class Report:
                 lines.append("    inputs: " + "; ".join(f"{n or '-'} {s}" for n, s in f.inputs))
             lines.append(f"    {f.reason}")
             lines.extend(f"      {row}".rstrip() for row in f.picture)
-        return "\n".join(lines)
+        return "\n".join(safe_text(line) for line in lines)  # model text shown escaped
 
     def to_html(self) -> str:
         """Return the report as an HTML fragment: summary, findings drawn as tables, domain.
@@ -389,7 +390,7 @@ class Report:
         >>> "<pre>" in Report("m.onnx", 3, ()).to_html()
         False
         """
-        return report_html(self)
+        return "\n".join(safe_text(line) for line in report_html(self).split("\n"))
 
     def _repr_html_(self) -> str:
         return self.to_html()
