@@ -242,3 +242,48 @@ def test_bias_add_bias_and_skip_follow_the_definition():
     for mutant in (case(63), case(64, (2, 8, 63))):
         found = check_graph(read_onnx(mutant.model())).findings
         assert {f.node for f in found if f.severity is Severity.ERROR} == {"op"}
+
+
+def test_onnx_inference_goes_on_after_the_operator_so_a_later_broadcast_is_checked():
+    # BiasGelu -> MatMul -> Add: ONNX's inference knows the MatMul only once bcast hands it
+    # BiasGelu's output (shape and element type); then the Add's bias of 31 for 32 is found.
+    case = _bias_gelu(64)
+    model = case.model()
+    model.graph.initializer.extend(
+        [numpy_helper.from_array(_a((64, 32)), "w"), numpy_helper.from_array(_a(31), "c")]
+    )
+    model.graph.node.extend(
+        [
+            helper.make_node("MatMul", ["y", "w"], ["m"], name="mm"),
+            helper.make_node("Add", ["m", "c"], ["z"], name="add"),
+        ]
+    )
+    model.graph.output[0].name = "z"
+    assert _runs(case)  # the BiasGelu alone runs
+    try:
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, case.feeds
+        )
+        runs = True
+    except Exception:  # onnxruntime's refusal of the Add
+        runs = False
+    assert not runs
+    found = check_graph(read_onnx(model)).findings
+    assert [(f.node, f.kind, f.axis) for f in found] == [("add", "incompatible", 2)]
+
+
+def test_embed_layer_normalization_bounds_the_sequence_by_its_position_table():
+    # An ORT-optimized BERT: input_ids [batch, seq], 16 position rows. onnxruntime runs
+    # seq = 16 and refuses 17; the domain says seq 1..16, named at the node.
+    case = _embed(64)
+    model = case.model()
+    for name in ("ids", "seg"):
+        (info,) = [i for i in model.graph.input if i.name == name]
+        info.CopyFrom(helper.make_tensor_value_info(name, TensorProto.INT32, ["batch", "seq"]))
+    assert _runs(_embed(64, 16)) and not _runs(_embed(64, 17))
+    domain = check_graph(read_onnx(model)).domain
+    seq = domain.dim("seq")
+    assert seq is not None and seq.text == "1..16"
+    assert [i.node for i in seq.imposed] == ["op"]
+    assert domain.first_failure({"batch": 2, "seq": 17}) is not None
+    assert domain.first_failure({"batch": 2, "seq": 16}) is None

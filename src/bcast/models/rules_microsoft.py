@@ -44,7 +44,7 @@ from bcast.models.rules_base import (
 )
 from bcast.models.rules_quant import QUANT_RULES, one_element
 
-__all__ = ["MICROSOFT", "MICROSOFT_RULES"]
+__all__ = ["MICROSOFT", "MICROSOFT_RULES", "OUTPUT_TYPE_FROM"]
 
 MICROSOFT: Final = "com.microsoft"
 _DYNAMIC: Final = Shape.dynamic()
@@ -441,3 +441,11 @@ MICROSOFT_RULES: Final[dict[str, RuleFunction]] = {
     "SkipSimplifiedLayerNormalization": _skip_norm,
 }
 """The ``com.microsoft`` operators with a rule, by op type."""
+
+OUTPUT_TYPE_FROM: Final[dict[str, int]] = {
+    "EmbedLayerNormalization": 2,  # the word embedding's (the ids are integers)
+    "QAttention": 2,  # the bias's (float; the input is quantized)
+    "DequantizeLinear": 1,  # the scale's
+    "QuantizeLinear": 2,  # the zero point's (none: not known here)
+}
+"""The input whose element type an operator's first output has, where it is not input 0."""

@@ -24,6 +24,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape, informative, more_precise
 from bcast.models import Graph, ModelError, Node, propagate_shapes
+from bcast.models.rules_microsoft import MICROSOFT, OUTPUT_TYPE_FROM
 from bcast.onnx.own_shapes import own_shapes
 from bcast.onnx.protos import attribute
 from bcast.onnx.values import shape_tensor_values
@@ -116,6 +117,11 @@ def elem_types(proto: onnx.GraphProto, inferred: onnx.GraphProto | None) -> dict
     }
     types.update({t.name: t.data_type for t in proto.initializer})
     for node in proto.node:
+        if node.domain == MICROSOFT and node.output and not types.get(node.output[0]):
+            # its first output has the type of the input its definition says (rules_microsoft)
+            index = OUTPUT_TYPE_FROM.get(node.op_type, 0)
+            if index < len(node.input) and types.get(node.input[index]):
+                types[node.output[0]] = types[node.input[index]]
         if node.domain != _ML:
             continue
         first = types.get(node.input[0], 0) if node.input else 0
