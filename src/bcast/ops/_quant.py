@@ -98,18 +98,18 @@ def _run(
     out: Any,
 ) -> Any:
     x, *rest = arrays
-    dims = shape_of(x)
-    aligned = [x] + [
-        _align(op, v, label, dims, axis, block, lib.xp)
-        for v, label in zip(rest, ("scale", "zero_point"), strict=False)
-    ]
-    if len(aligned) == 3 and _granule(shape_of(rest[0])) != _granule(shape_of(rest[1])):
+    if len(rest) == 2 and _granule(shape_of(rest[0])) != _granule(shape_of(rest[1])):
         raise BroadcastError(
             f"{op}: scale {list(shape_of(rest[0]))} and zero_point "
             f"{list(shape_of(rest[1]))} must have the same shape",
             mode="none",
             shapes=(Shape(shape_of(rest[0])), Shape(shape_of(rest[1]))),
         )
+    dims = shape_of(x)
+    aligned = [x] + [
+        _align(op, v, label, dims, axis, block, lib.xp)
+        for v, label in zip(rest, ("scale", "zero_point"), strict=False)
+    ]
     the_plan = plan(
         *(lib.dims(v) for v in aligned), labels=["x", "scale", "zero_point"][: len(aligned)]
     )
