@@ -22,13 +22,14 @@ F = TensorProto.FLOAT
 
 
 def _position_table_model(path: Path) -> Path:
-    """x [seq,8] + pos[:seq] where pos is a [16,8] table: runs for seq <= 16 only."""
+    """relu(x [seq,8]) + pos[:seq] where pos is a [16,8] table: runs for seq <= 16 only."""
     pos = numpy_helper.from_array(np.zeros((16, 8), np.float32), "pos")
     zero = numpy_helper.from_array(np.array([0], np.int64), "zero")
     nodes = [
         helper.make_node("Shape", ["x"], ["x_shape"], name="shape", start=0, end=1),
         helper.make_node("Slice", ["pos", "zero", "x_shape", "zero"], ["p"], name="cut"),
-        helper.make_node("Add", ["x", "p"], ["y"], name="add"),
+        helper.make_node("Relu", ["x"], ["h"], name="relu"),
+        helper.make_node("Add", ["h", "p"], ["y"], name="add"),
     ]
     graph = helper.make_graph(
         nodes,
@@ -88,6 +89,23 @@ def test_a_finding_names_the_initializer_and_the_slice_that_decide_it(model: Pat
     assert "Min(16, seq) is from initializer pos [16,8], sliced by seq (node cut, Slice)" in (
         finding.reason
     )
+    assert finding.reason.endswith("; seq is axis 0 of input x")  # h is relu(x)
+
+
+def test_an_input_that_is_an_operand_is_not_named_again(tmp_path: Path) -> None:
+    pair = numpy_helper.from_array(np.zeros((2, 4), np.float32), "pair")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "pair"], ["y"], name="add")],
+        "g",
+        [helper.make_tensor_value_info("x", F, ["batch", 4])],
+        [helper.make_tensor_value_info("y", F, None)],
+        [pair],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    save(model, tmp_path / "m.onnx")
+    (finding,) = bcast.check(str(tmp_path / "m.onnx")).findings
+    assert finding.reason == "fails unless batch ∈ {1, 2} (axis 0 of x)"
 
 
 def test_a_static_size_is_not_traced_to_a_guessed_tensor(tmp_path: Path) -> None:

@@ -1,13 +1,15 @@
-"""Where a failing dim comes from: the initializer or input that decides a finding.
+"""Where a failing dim comes from: the initializer and the input that decide a finding.
 
 A finding says that ``Min(64, s41)`` must equal ``s41``; what the user changes is the
 tensor whose size put the 64 there (a position table of 64 rows) or the input that slices
 it. `name_sources` walks back from each operand of a finding, through the nodes that
 produced it, to the initializer (an IR's ``Const``) whose shape holds the constant of the
 operand's dim at the failing axis, and says so in the finding's reason:
-``Min(64, s41) is from initializer pos [1,64], sliced by s41``. Only dims written as an
-expression of the inputs' dims are traced (an exporter's ``Min(64, s41)``): a plain static
-size such as 32 is held by too many tensors of a model to name one.
+``Min(64, s41) is from initializer pos [1,64], sliced by s41``; and the model input each
+symbol of the failing axis is a dim of: ``s41 is axis 1 of input input_ids``. Only dims
+written as an expression of the inputs' dims are traced to a tensor (an exporter's
+``Min(64, s41)``): a plain static size such as 32 is held by too many tensors of a model to
+name one.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ _KINDS: Final = frozenset({"incompatible", "conditional", "unidirectional"})
 _CONSTANT_OPS: Final = frozenset({"Constant", "Const"})
 _SLICED: Final = frozenset({"Slice", "StridedSlice"})
 _MOST_NODES: Final = 64  # nodes walked back from one operand
+_RIGHT_ALIGNED: Final = frozenset({"numpy", "multidirectional", "unidirectional", "bidirectional"})
 
 
 def name_sources(graph: Graph, findings: Sequence[Finding]) -> list[Finding]:
@@ -67,16 +70,45 @@ def _source_of(graph: Graph, producers: Mapping[str, Node], finding: Finding) ->
     ranks = [s.rank for _, s in finding.inputs]
     if any(r is None for r in ranks):
         return None
+    if finding.mode not in _RIGHT_ALIGNED:
+        return None
     out_rank = max(r for r in ranks if r is not None)
     said = []
+    symbols: list[str] = []
     for name, shape in finding.inputs:
         index = finding.axis - (out_rank - len(shape.dims))
         if not name or not 0 <= index < len(shape.dims):
             continue
-        text = _source_of_dim(graph, producers, name, shape.dims[index])
+        dim = shape.dims[index]
+        text = _source_of_dim(graph, producers, name, dim)
         if text is not None:
             said.append(text)
+        if dim.name is not None:
+            expr = graph.expressions.get(dim.name)
+            symbols.extend(sorted(expr.symbols) if expr is not None else [dim.name])
+    operands = {name for name, _ in finding.inputs}
+    said.extend(t for t in (_input_of(graph, producers, s, operands) for s in symbols) if t)
     return "; ".join(dict.fromkeys(said)) or None
+
+
+def _input_of(
+    graph: Graph, producers: Mapping[str, Node], symbol: str, operands: set[str]
+) -> str | None:
+    """Name the model input whose dim ``symbol`` is (``s41 is axis 1 of input input_ids``).
+
+    An exporter's symbol (``s41``) says nothing of where it comes from; a symbol the reader
+    made itself (an IR's ``input_ids.1``) already says it, and so does an input that is one
+    of the finding's own operands: neither is repeated.
+    """
+    if symbol in graph.invented_dims:
+        return None
+    for name, shape in graph.shapes.items():
+        if name in graph.initializers or name in producers or shape.rank is None:
+            continue
+        for axis, dim in enumerate(shape.dims):
+            if dim.name == symbol:
+                return None if name in operands else f"{symbol} is axis {axis} of input {name}"
+    return None
 
 
 def _source_of_dim(graph: Graph, producers: Mapping[str, Node], value: str, dim: Dim) -> str | None:
