@@ -257,6 +257,21 @@ def test_pyproject_baseline_is_relative_to_the_file(
     assert run("check", BERT).exit_code == 0
 
 
+def test_domain_and_verify_read_the_dims_of_the_table(
+    positions: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.bcast]\ndims = { seq = "1..513" }\n')
+    assert run("domain", positions).exit_code == 1  # seq=513 is outside
+    assert run("domain", positions, "--dim", "seq=1..512").exit_code == 0  # the command wins
+    doc = json.loads(run("verify", positions, "--json").stdout)
+    assert doc["nodes"][0]["inputs"][0]["shape"] == "[2,513,8]"  # the range's largest size
+    (tmp_path / "pyproject.toml").write_text('[tool.bcast]\ndims = { seq = "x" }\n')
+    for command in ("domain", "verify"):
+        result = run(command, positions)
+        assert result.exit_code == 2 and "pyproject.toml" in result.output
+
+
 @pytest.mark.parametrize(
     "table",
     ['fail-on = "warnings"', 'failon = "error"', "dims = 3", 'dims = { seq = "0..9" }', "[[x"],

@@ -33,7 +33,7 @@ if sys.version_info >= (3, 11):
 else:  # the same parser, before it joined the standard library
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Policy", "find_settings", "policy_options", "resolve_policy"]
+__all__ = ["Policy", "configured_dims", "find_settings", "policy_options", "resolve_policy"]
 
 _KEYS: Final = ("fail-on", "baseline", "dims")
 
@@ -134,6 +134,26 @@ def resolve_policy(
         dims=dict(dims),
         source=source,
     )
+
+
+def configured_dims(
+    dims: Mapping[str, int | tuple[int, int | None]],
+    *,
+    start: str | os.PathLike[str] | None = None,
+) -> dict[str, int | tuple[int, int | None]]:
+    """Return the ``dims`` of ``[tool.bcast]`` with ``dims`` (the command line's) over them.
+
+    ``bcast domain`` and ``bcast verify`` read only these; ``check`` reads every setting.
+
+    Raises
+    ------
+    ValueError
+        For a malformed ``dims`` table or ``pyproject.toml`` (naming the file).
+    """
+    source, table = find_settings(start)
+    if source is None:
+        return dict(dims)
+    return {**_config_dims(source, table.get("dims", {})), **dims}
 
 
 def policy_options(function: Any) -> Any:

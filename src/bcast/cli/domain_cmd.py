@@ -34,7 +34,8 @@ from ._model_options import (
     model_limits,
     one_line,
 )
-from ._output import ExitCode, emit_json, error_json, exit_with
+from ._output import ExitCode, emit_json, error_json, exit_with, fail_usage
+from ._policy import configured_dims
 
 __all__ = ["domain"]
 
@@ -79,12 +80,19 @@ def domain(
 
     With --dim values, says whether that point is inside the domain and, when it is not,
     the first node that fails there. --dim NAME=LO..HI (or LO..) asks the same of every
-    size in the range, and names the first size where a node fails.
+    size in the range, and names the first size where a node fails. The dims of a
+    [tool.bcast] table in the nearest pyproject.toml apply too (a --dim wins).
 
     Exit status: 0 the model runs (at the --dim point), 1 it runs for no sizes (or not at
     the --dim point), 2 unreadable input.
     """
-    dims = dims_of_bindings(bindings)
+    try:
+        dims = configured_dims(dims_of_bindings(bindings))
+    except ValueError as err:
+        payload = {"path": model, "domain": None, "point": None}
+        fail_usage(
+            one_line(str(err)), command_path="bcast domain", as_json=as_json, payload=payload
+        )
     try:
         with model_limits(timeout, max_memory):  # the peers read the model in the worker
             report = check_model(model)

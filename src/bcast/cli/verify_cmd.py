@@ -49,6 +49,7 @@ from ._output import (
     stderr_console,
     stdout_console,
 )
+from ._policy import configured_dims
 
 if TYPE_CHECKING:
     from bcast.models.verification import NodeRun, Verification
@@ -119,7 +120,8 @@ def verify(
 
     A node that fails in bcast and in every runtime at the sizes run is a finding too:
     they agree, but the model does not run there. A --dim range (seq=1..512) runs at its
-    largest size (at LO for LO..); bcast check proves every size of it.
+    largest size (at LO for LO..); bcast check proves every size of it. The dims of a
+    [tool.bcast] table in the nearest pyproject.toml apply too (a --dim wins).
 
     Exit status: 0 every runtime agrees with bcast on the nodes run (or the model has no
     broadcasting node), 1 disagreements found, a node that fails everywhere, or a harness
@@ -143,7 +145,15 @@ def verify(
         verifier = verifier_for(model)
     except ModelError as err:
         _unusable(request, one_line(str(err)), as_json)
-    dims, ran_at = _sizes(dims_of_bindings(bindings))
+    try:
+        dims, ran_at = _sizes(configured_dims(dims_of_bindings(bindings)))
+    except ValueError as err:
+        fail_usage(
+            one_line(str(err)),
+            command_path="bcast verify",
+            as_json=as_json,
+            payload={**verify_skeleton(), "model": model, "seed": seed},
+        )
     try:
         with (
             model_limits(timeout, max_memory),
