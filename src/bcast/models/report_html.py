@@ -24,9 +24,17 @@ from bcast.core.shape import Shape
 from bcast.models.domain import DimDomain, Domain, values_text
 from bcast.models.pictures import operand_label
 
+__all__ = [
+    "CSS",
+    "domain_html",
+    "finding_html",
+    "html_page",
+    "report_html",
+]
+
 
 class FindingLike(Protocol):
-    """What is drawn of a `bcast.models.Finding` (this module cannot import it: see Report)."""
+    """What is drawn of a `bcast.models.Finding` (this module cannot import it: see ReportLike)."""
 
     @property
     def severity(self) -> Enum: ...
@@ -72,8 +80,6 @@ class ReportLike(Protocol):
     def domain(self) -> Domain: ...
     def coverage(self) -> str | None: ...
 
-
-__all__ = ["CSS", "finding_html", "html_page", "report_html"]
 
 _COLOURS: Final = {"error": "#c92a2a", "warning": "#e67700", "info": "#1971c2"}
 _DRAWN_MODES: Final = frozenset(
