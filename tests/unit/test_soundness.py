@@ -183,3 +183,36 @@ def test_verify_never_says_every_runtime_agrees_without_what_it_did_not_compare(
     out = _cli("verify", path, "--runtime", "onnxruntime").output
     last = " ".join(out.split())
     assert "every runtime agrees with bcast; 2 broadcasting nodes not compared" in last
+
+
+def _ir_with_if(path: Path) -> str:
+    """An OpenVINO IR whose If holds an Add and a Multiply in its bodies."""
+    import openvino as ov
+    from openvino import opset13 as ops
+
+    cond = ops.parameter([], np.bool_, name="c")
+    x = ops.parameter([2, 4], np.float32, name="x")
+    bodies = []
+    for make in (ops.add, ops.multiply):
+        inner = ops.parameter([2, 4], np.float32)
+        out = make(inner, ops.constant(np.ones(4, np.float32)))
+        bodies.append((inner, ov.Model([ops.result(out)], [inner])))
+    node = ops.if_op(cond)
+    node.set_then_body(bodies[0][1])
+    node.set_else_body(bodies[1][1])
+    node.set_input(x.output(0), bodies[0][0], bodies[1][0])
+    result = node.set_output(bodies[0][1].get_results()[0], bodies[1][1].get_results()[0])
+    node.set_friendly_name("if")
+    ov.save_model(ov.Model([result], [cond, x], "m"), path)
+    return str(path)
+
+
+def test_an_ir_if_whose_bodies_are_not_read_is_listed_by_check_domain_and_verify(tmp_path):
+    path = _ir_with_if(tmp_path / "if.xml")
+    data = json.loads(_cli("check", path, "--json").stdout)
+    (listed,) = data["models"][0]["coverage"]["unmodelled"]
+    assert listed["node"] == "if" and "bodies" in listed["reason"]
+    assert "not decided beyond node if (If)" in _cli("domain", path).output
+    result = _cli("verify", path, "--json")
+    skipped = json.loads(result.stdout)["skipped"]
+    assert [(s["node"], s["kind"]) for s in skipped] == [("if", "in-body")]

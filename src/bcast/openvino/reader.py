@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import xml.etree.ElementTree as ET  # only for ParseError; parsing is defusedxml
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
@@ -83,6 +83,7 @@ class _Layer:
     inputs: list[tuple[str, list[str]]] = field(default_factory=list)  # (port, dims)
     outputs: list[tuple[str, list[str], str]] = field(default_factory=list)  # + precision
     values: list[str] = field(default_factory=list)  # readable names of the outputs
+    nested: int = 0  # layers of its bodies (TensorIterator, Loop, If): not read
 
 
 def read_ir(path: str | os.PathLike[str]) -> Graph:
@@ -143,6 +144,10 @@ def read_ir(path: str | os.PathLike[str]) -> Graph:
     graph.nodes = [
         _with_rule(node, layer, graph) for node, layer in zip(plain, layers, strict=True)
     ]
+    for index, layer in enumerate(layers):  # listed as not modelled, never passed in silence
+        if layer.nested:
+            why = f"its bodies ({layer.nested} layers) are not read: their broadcasts are unchecked"
+            graph.nodes[index] = replace(graph.nodes[index], unmodelled=why)
     refine_ir(graph, {layer.name: layer.data for layer in layers})
     return graph
 
@@ -202,6 +207,7 @@ def _parse_xml(path: str) -> tuple[list[_Layer], dict[tuple[str, str], str]]:
             type=element.get("type", ""),
             version=element.get("version", ""),
             data=dict(data.attrib) if data is not None else {},
+            nested=sum(1 for _ in element.iter("layer")) - 1,
         )
         for port in element.iterfind("input/port"):
             layer.inputs.append((port.get("id", ""), [d.text or "" for d in port.iter("dim")]))

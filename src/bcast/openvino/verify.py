@@ -10,9 +10,8 @@ random inputs in OpenVINO's CPU plugin and through `bcast.ops`, which reads an a
 as the specification's -1, and places PRelu's slope per channel where it fits
 (`bcast.core.channels.channel_plan`). Every input but a Broadcast's target and ``axes_mapping`` is a
 parameter of the one-node model (an IR constant is replaced by random values of its shape).
-The element-wise operators `bcast.ops` lacks (GreaterEqual, LessEqual, NotEqual, FloorMod,
-Mod, SquaredDifference, the Bitwise ops) run on bcast's side through
-`bcast.models.reference` (bcast's broadcasting, NumPy's arithmetic). A Broadcast whose
+GreaterEqual, LessEqual, NotEqual, FloorMod, Mod, SquaredDifference, the Bitwise ops and
+Select run through their `bcast.ops` functions with the node's ``auto_broadcast``. A Broadcast whose
 target is computed in the IR (ShapeOf -> Concat) runs on a target of the length its port
 declares, whose values are the output dims OpenVINO infers for the node (numpy mode: the
 output is the target; bidirectional: a target of the output's shape gives that output),
@@ -33,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bcast import ops
-from bcast.arrays.views import broadcast_arrays, broadcast_to
+from bcast.arrays.views import broadcast_arrays
 from bcast.core.channels import channel_plan
 from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
@@ -48,7 +47,6 @@ from bcast.models.inputs import (
     random_array,
 )
 from bcast.models.isolation import run_isolated
-from bcast.models.reference import elementwise
 from bcast.models.verification import (
     NO_OPERATOR,
     NodeRun,
@@ -69,13 +67,19 @@ _BINARY: Final = {
 """OpenVINO element-wise operators and the `bcast.ops` function of each."""
 _EXTREMA: Final = {"Maximum": "max", "Minimum": "min"}
 _REFERENCE: Final = {
-    "GreaterEqual": "greater_equal", "LessEqual": "less_equal", "NotEqual": "not_equal",
-    "FloorMod": "floor_mod", "Mod": "truncated_mod", "SquaredDifference": "squared_difference",
+    "GreaterEqual": "greater_or_equal", "LessEqual": "less_or_equal", "NotEqual": "not_equal",
+    "FloorMod": "mod", "Mod": "mod", "SquaredDifference": "squared_difference",
     "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
 }  # fmt: skip
-"""Element-wise operators `bcast.ops` lacks: `bcast.models.reference` kernels."""
+"""OpenVINO's other element-wise operators and the `bcast.ops` function of each (Mod: C
+fmod, ``fmod=1``; the Bitwise ops of bool: the logical ones, bit for bit)."""
+_LOGICAL_OF: Final = {"BitwiseAnd": "and_", "BitwiseOr": "or_", "BitwiseXor": "xor"}
 _SUPPORTED: Final = frozenset(
     {*_BINARY, *_EXTREMA, *_REFERENCE, "Select", "Broadcast", "PReLU", "PRelu"}
+)
+_OPERATOR: Final = (
+    "verify runs the broadcasting operators bcast.ops implements; this operator's rule "
+    "(FakeQuantize's limits onto X) is checked by bcast check only"
 )
 _RULES: Final = frozenset({Rule.ELEMENTWISE, Rule.SELECT, Rule.BROADCAST, Rule.PRELU_CHANNEL})
 _LOGICAL: Final = frozenset({"LogicalAnd", "LogicalOr", "LogicalXor"})
@@ -142,6 +146,10 @@ def verify_ir(
     if "onnxruntime" in runtimes:
         outcome.notes.append("onnxruntime cannot run OpenVINO IR; compared with openvino only")
     for index, (node, (version, data)) in enumerate(zip(graph.nodes, layers, strict=True)):
+        if node.unmodelled:  # a TensorIterator/Loop/If: its bodies' broadcasts are not run
+            outcome.skip(node.name, node.op, Skip.IN_BODY, node.unmodelled)
+        if node.rule is Rule.OPERATOR:  # FakeQuantize: its limits are checked by check only
+            outcome.skip(node.name, node.op, Skip.UNSUPPORTED, _OPERATOR)
         if node.rule not in _RULES:
             continue
         label = f"{node.name} ({node.op})"
@@ -215,15 +223,14 @@ def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]]) -> Any:
         a, b = broadcast_arrays(arrays[0], arrays[1], mode=mode, **axis)
         return getattr(ops, _EXTREMA[node.op])(a, b)
     if node.op in _REFERENCE:
-        return elementwise(_REFERENCE[node.op], arrays[0], arrays[1], mode=mode, **axis)
-    if node.op == "Select":
-        cond, then, other = arrays
-        if node.mode is Mode.PDPD:  # 'else' goes into 'then', then 'cond' into the result
-            then, other = broadcast_arrays(then, other, mode=mode, **axis)
-            cond = broadcast_to(cond, then.shape, mode=mode, **axis)
-        elif node.mode is Mode.NONE:
-            cond, then, other = broadcast_arrays(cond, then, other, mode=mode)
-        return ops.where(cond, then, other)
+        a, b = arrays[0], arrays[1]
+        name = _REFERENCE[node.op]
+        if node.op in _LOGICAL_OF and a.dtype == np.bool_:
+            name = _LOGICAL_OF[node.op]
+        extra = {"fmod": 1} if node.op == "Mod" else {}
+        return getattr(ops, name)(a, b, broadcast=mode, **axis, **extra)
+    if node.op == "Select":  # pdpd: 'else' goes into 'then', then 'cond' into the result
+        return ops.select(*arrays, broadcast=mode, **axis)
     target = tuple(int(v) for v in arrays[1])
     mapping = tuple(int(v) for v in arrays[2]) if node.mode is Mode.EXPLICIT else None
     return ops.broadcast(arrays[0], target, mapping, mode=mode, **axis)
@@ -387,7 +394,7 @@ def _inputs(
         if node.rule is Rule.BROADCAST and index > 0:
             arrays.append(np.asarray(targets[index], np.int64))
             continue
-        positive = (node.op in ("Divide", "Power") and index == 1) or (
+        positive = (node.op in ("Divide", "Power", "FloorMod", "Mod") and index == 1) or (
             node.op == "Power" and index == 0
         )
         dtype = _dtype(node, index, precisions)
