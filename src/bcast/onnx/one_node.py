@@ -97,6 +97,15 @@ def output_type(proto: onnx.NodeProto, index: int, feeds: Mapping[str, Any]) -> 
         return int(onnx.TensorProto.BOOL)
     if proto.op_type in _NORMALIZATION and index > 0:
         return int(onnx.TensorProto.FLOAT)  # Mean, InvStdDev: stash_type float32
+    if proto.op_type in ("QuantizeLinear", "DequantizeLinear"):
+        attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+        if attrs.get("output_dtype"):
+            return int(attrs["output_dtype"])
+        if proto.op_type == "DequantizeLinear":  # the scale's type
+            return int(helper.np_dtype_to_tensor_dtype(np.asarray(feeds[proto.input[1]]).dtype))
+        if len(proto.input) < 3 or not proto.input[2]:
+            return int(onnx.TensorProto.UINT8)  # QuantizeLinear without a zero point
+        return int(helper.np_dtype_to_tensor_dtype(np.asarray(feeds[proto.input[2]]).dtype))
     source = proto.input[1] if proto.op_type == "Where" else proto.input[0]
     return int(helper.np_dtype_to_tensor_dtype(np.asarray(feeds[source]).dtype))
 

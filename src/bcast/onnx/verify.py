@@ -77,6 +77,7 @@ from bcast.onnx.one_node import REFERENCE_OPS, check_request, one_node_model, ru
 from bcast.onnx.peer import infer_isolated, run_onnxruntime, run_openvino
 from bcast.onnx.probe import Probed, is_open, probe_inputs, with_probe
 from bcast.onnx.reader import load_model, read_onnx
+from bcast.onnx.verify_quant import QUANT_OPS, concrete_quant
 
 __all__ = ["Comparison", "NodeRun", "Result", "Verification", "verify_model"]
 
@@ -154,17 +155,21 @@ def verify_model(
     for index, node in enumerate(graph.nodes):
         if node.rule is None or node.op in NO_BROADCAST:  # not a broadcasting node
             continue
-        if node.rule is Rule.OPERATOR:
+        quant = node.op in QUANT_OPS  # an operator rule in check; run here through bcast.ops
+        if node.rule is Rule.OPERATOR and not quant:
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, OPERATOR)
             continue
         if node.op not in SUPPORTED_OPS and node.op not in REFERENCE_OPS:
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, NO_OPERATOR)
             continue
-        if node.rule not in _RULES:  # Add & co. before opset 7: the `broadcast` attribute
+        if node.rule not in _RULES and not quant:  # Add & co. before opset 7: `broadcast`
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, _LEGACY)
             continue
         operands = [shapes.get(name, Shape.dynamic()) if name else None for name in node.inputs]
-        planned = _concrete(node, operands, tensors, computed, probed)
+        if quant:
+            planned: _Concrete | str = concrete_quant(node, operands, tensors.protos)
+        else:
+            planned = _concrete(node, operands, tensors, computed, probed)
         if isinstance(planned, str):
             outcome.skip(node.name, node.op, Skip.UNKNOWN_SHAPE, planned)
             continue
