@@ -193,6 +193,13 @@ def test_per_axis_scale_is_an_explicit_broadcast_onto_axis() -> None:
         ops.quantize_linear(x, scale, np.zeros(2, np.uint8), axis=1)
 
 
+def test_the_zero_point_may_be_given_by_keyword_as_design_writes_it() -> None:
+    x = np.array([1.0, 3.0], np.float32)
+    q = ops.quantize_linear(x, np.float32(2.0), zero_point=np.int8(-1))
+    assert q.tolist() == [-1, 1]  # rint(0.5) = 0, rint(1.5) = 2; plus -1
+    assert ops.dequantize_linear(q, np.float32(2.0), zero_point=np.int8(-1)).tolist() == [0.0, 4.0]
+
+
 def test_output_dtype_and_the_zero_point_must_agree() -> None:
     x = np.array([1.0, -3.0], np.float32)
     assert ops.quantize_linear(x, np.float32(1), output_dtype="int16").dtype == np.int16
