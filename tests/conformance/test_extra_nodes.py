@@ -177,6 +177,64 @@ CASES = [
         arange(2, 1, dtype=np.int64) == arange(3, dtype=np.int64),
         id="equal-2x1-3",
     ),
+    # The issue-38 operators: the shipped tests have one broadcast case each at most, no
+    # rank 0, no zero-size dim, and no per-axis scale on an axis other than 1.
+    pytest.param(
+        "Mod",
+        [np.array([[-7], [7]], np.int32), np.array([2, -3, 5], np.int32)],
+        {},
+        np.array([[1, -1, 3], [1, -2, 2]], np.int32),  # the divisor's sign (fmod=0)
+        id="mod-int-2x1-3",
+    ),
+    pytest.param(
+        "Mod",
+        [np.array([[-7], [7]], np.int32), np.int32(-3)],
+        {"fmod": 1},
+        np.array([[-1], [1]], np.int32),  # the dividend's sign (C fmod)
+        id="mod-fmod-scalar",
+    ),
+    pytest.param(
+        "BitShift",
+        [np.array([[1], [128]], np.uint8), np.array([0, 1, 7], np.uint8)],
+        {"direction": "LEFT"},
+        np.array([[1, 2, 128], [128, 0, 0]], np.uint8),
+        id="bitshift-2x1-3",
+    ),
+    pytest.param(
+        "BitwiseXor",
+        [np.zeros((0, 1), np.int16), np.array([1, 2], np.int16)],
+        {},
+        np.zeros((0, 2), np.int16),
+        id="bitwisexor-zero-size",
+    ),
+    pytest.param(
+        "GreaterOrEqual",
+        [f32(2), nan_row],
+        {},
+        np.array([False, True, False]),
+        id="greaterorequal-scalar-nan",
+    ),
+    pytest.param(
+        "LessOrEqual",
+        [arange(2, 1, dtype=np.uint16), arange(3, dtype=np.uint16)],
+        {},
+        arange(2, 1, dtype=np.uint16) <= arange(3, dtype=np.uint16),
+        id="lessorequal-2x1-3",
+    ),
+    pytest.param(
+        "QuantizeLinear",
+        [arange(2, 3, 2), np.array([1, 2, 4], f32), np.array([0, 1, 2], np.uint8)],
+        {"axis": -2},
+        np.array([[[1, 2], [3, 3], [3, 4]], [[7, 8], [5, 6], [5, 5]]], np.uint8),  # half even
+        id="quantizelinear-axis-minus-2",
+    ),
+    pytest.param(
+        "DequantizeLinear",
+        [np.zeros((2, 0), np.int8), np.array([0.5, 2], f32), np.array([1, 2], np.int8)],
+        {"axis": 0},
+        np.zeros((2, 0), f32),
+        id="dequantizelinear-zero-size",
+    ),
     # Unidirectional: PRelu slope and Gemm C in the shapes the shipped tests skip.
     pytest.param(
         "PRelu",
