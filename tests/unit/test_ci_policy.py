@@ -125,6 +125,17 @@ def test_the_python_api_takes_ranges(positions: str) -> None:
         bcast.check(positions, dims={"seq": (0, 5)})
 
 
+@pytest.mark.parametrize("value", [True, -1, 2**64, (5, 2), (0, 5), "seq", "?", 1.5, (1, 2, 3)])
+def test_the_python_api_refuses_what_is_no_size_or_range(positions: str, value: object) -> None:
+    with pytest.raises(ValueError, match=r"dims\['seq'\]: expected a size"):
+        bcast.check(positions, dims={"seq": value})
+
+
+def test_numpy_integers_are_sizes_and_ends_of_ranges(positions: str) -> None:
+    assert bcast.check(positions, dims={"seq": (np.int64(1), np.int32(512))}).ok
+    assert not bcast.check(positions, dims={"seq": [1, np.int64(513)]}).ok
+
+
 @pytest.mark.parametrize("text", ["seq=0..5", "seq=9..3", "seq=..5", "seq=1..x", "seq=1..2..3"])
 def test_a_bad_range_is_a_usage_error(positions: str, text: str) -> None:
     result = run("check", positions, "--dim", text)

@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from bcast.core.dim import Dim
+from bcast.core.dim import MAX_DIM, Dim
 from bcast.core.errors import BroadcastError
 from bcast.models.domain import ANY, Domain, Imposed, Requirement, Sizes, contains
 from bcast.models.graph import Finding, Report, Severity
@@ -90,6 +91,10 @@ def split_dims(
     --------
     >>> split_dims({"batch": 4, "seq": (1, 512), "kv": "8..", "n": "3..3"})
     ({'batch': 4, 'n': 3}, {'seq': (1, 512), 'kv': (8, None)})
+    >>> split_dims({"seq": (0, 512)})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: dims['seq']: expected a size (4) or a range of sizes from 1 ... got '(0, 512)'
     """
     points: dict[str, int] = {}
     ranges: dict[str, Range] = {}
@@ -111,10 +116,11 @@ def _bounds(name: str, value: object) -> int | Range:
     )
     if isinstance(value, bool):
         raise wrong
-    if isinstance(value, int):
-        if value < 0:
+    if _whole(value):
+        size = operator.index(value)  # type: ignore[arg-type]  # an int or NumPy integer
+        if not 0 <= size <= MAX_DIM:
             raise wrong
-        return value
+        return size
     if isinstance(value, str):
         try:
             value = Dim.parse(value)
@@ -126,15 +132,25 @@ def _bounds(name: str, value: object) -> int | Range:
         if value.is_static:
             return value.lo
         value = (value.lo, value.hi)
-    if isinstance(value, tuple) and len(value) == 2:
+    if isinstance(value, (tuple, list)) and len(value) == 2:
         lo, hi = value
-        if _whole(lo) and (hi is None or _whole(hi)) and lo >= 1 and (hi is None or hi >= lo):
-            return (lo, hi)
+        if _whole(lo) and (hi is None or _whole(hi)):
+            low = operator.index(lo)
+            high = None if hi is None else operator.index(hi)
+            if low >= 1 and (high is None or low <= high <= MAX_DIM):
+                return (low, high)
     raise wrong
 
 
 def _whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """Tell whether ``value`` is an integer (a Python or NumPy one), not a bool."""
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
 
 
 @dataclass(slots=True)
