@@ -92,6 +92,8 @@ class SafeStream:
 
     def write(self, text: str) -> int:
         """Write ``text`` with every line made safe; return ``len(text)`` as streams do."""
+        if isinstance(text, (bytes, bytearray)) and text:  # click echoes completion as bytes
+            return self.write(bytes(text).decode(self.stream.encoding or "utf-8", "replace"))
         if not isinstance(text, str):  # click probes with b"": fail as a text stream does
             return self.stream.write(text)
         lines = text.split("\n")
