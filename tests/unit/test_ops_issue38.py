@@ -301,3 +301,12 @@ def test_the_new_ops_run_on_torch_and_dask() -> None:
         [0, 0],
         [3, 0],
     ]
+
+
+def test_a_blocked_scale_is_spread_only_within_the_memory_limit() -> None:
+    # The per-element scale of a blocked quantization is as large as x: the guard decides
+    # before it is made, as for a result.
+    x = np.broadcast_to(np.float32(1), (1 << 12, 1 << 12))
+    scale = np.broadcast_to(np.float32(1), (1 << 12, 1 << 11))
+    with ops.memory_limit(1 << 20), pytest.raises(ops.MemoryLimitError):
+        ops.quantize_linear(x, scale, axis=1, block_size=2)

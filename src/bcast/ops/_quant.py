@@ -18,7 +18,7 @@ from bcast.arrays.views import ArrayT, Scalar, broadcast_to
 from bcast.core.errors import BroadcastError
 from bcast.core.planning import plan
 from bcast.core.shape import Shape
-from bcast.engine import execute
+from bcast.engine import execute, guard
 from bcast.ops._common import scalar_partner
 from bcast.ops._dtypes import QUANTIZED, SIGNATURES, bind
 from bcast.ops._quant_kernels import dequantize_kernel, narrow_dtype, quantize_kernel
@@ -74,9 +74,11 @@ def _align(
             mode="explicit",
             shapes=(Shape(dims), Shape(shape)),
         )
+    # The per-element scale is as large as x: the memory guard first, as for a result.
+    flat = (*shape[:axis], blocks * block, *shape[axis + 1 :])
+    guard.check(op, flat, v.dtype, 4)
     lifted = (*shape[: axis + 1], 1, *shape[axis + 1 :])
     spread = (*shape[: axis + 1], block, *shape[axis + 1 :])
-    flat = (*shape[:axis], blocks * block, *shape[axis + 1 :])
     if xp is None:
         import numpy as np
 
