@@ -287,3 +287,48 @@ def test_embed_layer_normalization_bounds_the_sequence_by_its_position_table():
     assert [i.node for i in seq.imposed] == ["op"]
     assert domain.first_failure({"batch": 2, "seq": 17}) is not None
     assert domain.first_failure({"batch": 2, "seq": 16}) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"), [("bert_torchscript", "bert"), ("gpt2_torchscript", "gpt2")]
+)
+def test_onnxruntime_optimizer_output_is_modelled_with_no_new_finding(tmp_path, name, kind):
+    # What onnxruntime's transformer optimizer makes of the real fixtures: SkipLayerNormalization,
+    # BiasGelu / FastGelu. Nothing is left unmodelled, no finding appears that the exported model
+    # did not have, the domain is the same; a fused bias cut by one is an error at its node,
+    # and onnxruntime refuses that mutant.
+    import onnx
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    source = f"tests/fixtures/real/{name}.onnx"
+    optimized = optimize_model(source, model_type=kind, num_heads=4, hidden_size=32, opt_level=0)
+    optimized.save_model_to_file(str(tmp_path / "optimized.onnx"))  # imports com.microsoft
+    model = onnx.load(tmp_path / "optimized.onnx")
+    fused = {n.op_type for n in model.graph.node if n.domain == MS}
+    assert "SkipLayerNormalization" in fused and fused & {"BiasGelu", "FastGelu"}
+    before = check_graph(read_onnx(onnx.load(source)))
+    after = check_graph(read_onnx(model))
+    assert after.unmodelled == ()
+    assert {(f.kind, f.reason) for f in after.findings} <= {
+        (f.kind, f.reason) for f in before.findings
+    }
+    assert [(d.name, d.text) for d in after.domain.dims] == [
+        (d.name, d.text) for d in before.domain.dims
+    ]
+    gelu = next(n for n in model.graph.node if n.op_type in ("BiasGelu", "FastGelu"))
+    bias = next(t for t in model.graph.initializer if t.name == gelu.input[1])
+    cut = numpy_helper.to_array(bias)[:-1]
+    bias.CopyFrom(numpy_helper.from_array(cut, bias.name))
+    path = tmp_path / "mutant.onnx"
+    onnx.save(model, path)
+    feeds = {
+        i.name: np.ones([d.dim_value or 2 for d in i.type.tensor_type.shape.dim], np.int64)
+        for i in model.graph.input
+    }
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception):  # noqa: B017 (onnxruntime's refusal, of its own type)
+        session.run(None, feeds)
+    errors = [f for f in check_graph(read_onnx(model)).findings if f.severity is Severity.ERROR]
+    assert [f.node for f in errors] == [
+        gelu.name or f"{gelu.op_type}_{list(model.graph.node).index(gelu)}"
+    ]

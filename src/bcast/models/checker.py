@@ -118,7 +118,7 @@ def check_graph(
         collect=records,
     )
     domain = solve_domain(graph, records, bind_expressions(points, graph.expressions))
-    domain = replace(domain, undecided=_not_decided(unmodelled, undecided))
+    domain = replace(domain, undecided=_not_decided(unmodelled, unchecked, undecided))
     if domain.empty_at and not any(f.severity is Severity.ERROR for f in findings):
         at = domain.empty_at[-1]
         reason = f"no input sizes make this model run: {domain.empty}"
@@ -332,13 +332,18 @@ def _in_body(sub: Subgraph) -> list[Imposed]:
 
 
 def _not_decided(
-    unmodelled: Sequence[Unchecked], undecided: Sequence[Imposed]
+    unmodelled: Sequence[Unchecked], unchecked: Sequence[Unchecked], undecided: Sequence[Imposed]
 ) -> tuple[Imposed, ...]:
-    """List the nodes past which the domain is not decided: those not modelled, then bodies'."""
+    """List the nodes past which the domain is not decided.
+
+    Those not modelled, the broadcasting nodes not checked (their shapes unknown: they
+    required nothing of the domain), then the bodies' nodes.
+    """
     seen = {i.node for i in undecided}
     listed = [
-        Imposed(u.node, u.op, None, f"not modelled: {u.reason}")
-        for u in unmodelled
+        Imposed(u.node, u.op, None, f"{what}: {u.reason}")
+        for what, found in (("not modelled", unmodelled), ("not checked", unchecked))
+        for u in found
         if u.node not in seen
     ]
     return tuple(dict.fromkeys([*listed, *undecided]))
