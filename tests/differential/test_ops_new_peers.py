@@ -20,6 +20,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from onnx_nodes import assert_same, broadcastable_operands, elements, run_ort, run_reference
 
+import bcast.onnx
 from bcast import BroadcastError, ops
 
 EXAMPLES = settings(max_examples=25, deadline=None)
@@ -246,6 +247,10 @@ def test_float_mod_fmod_0_is_defined_where_onnxruntime_refuses_it_before_opset_2
     assert ours.tolist() == [1.5, 0.5, 0.0]  # Mod-28: A - floor(A / B) * B
     assert np.signbit(ours[2])  # Mod-28: +0 % negative is -0 (the sign of B)
     assert_same(ours, run_reference("Mod", [a, b], np.float32, fmod=0))
+    node = helper.make_node("Mod", ["a", "b"], ["y"], fmod=0)
+    with pytest.raises(ValueError, match="requires fmod=1"):  # Mod-13's text, as onnxruntime
+        bcast.onnx.backend.run_node(node, [a, b], opset_version=21)
+    assert_same(bcast.onnx.backend.run_node(node, [a, b], opset_version=28)[0], ours)
 
 
 def test_bitshift_follows_opset_28_signed_types_and_wide_counts() -> None:
@@ -256,6 +261,9 @@ def test_bitshift_follows_opset_28_signed_types_and_wide_counts() -> None:
     # value shifted right, 0 otherwise.
     assert ops.bit_shift(x, counts, direction="right").tolist() == [-4, 0, -1, 0]
     assert ops.bit_shift(x, counts).tolist() == [-64, 0, 0, 0]
+    node = helper.make_node("BitShift", ["x", "c"], ["y"], direction="RIGHT")
+    with pytest.raises(TypeError, match="unsigned integers only"):  # BitShift-11's types
+        bcast.onnx.backend.run_node(node, [x, counts], opset_version=21)
     wide = np.array([1, 1], np.uint8), np.array([8, 9], np.uint8)
     assert run_ort("BitShift", list(wide), np.uint8, direction="LEFT").tolist() == [0, 0]
     assert ops.bit_shift(*wide).tolist() == [0, 0]

@@ -8,7 +8,7 @@ not (``fmod``, ``direction``, ``axis``, ``block_size``, ``output_dtype``, ``satu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +16,7 @@ from onnx import helper
 
 from bcast import ops
 
-__all__ = ["bit_shift", "dequantize_linear", "mod", "quantize_linear"]
+__all__ = ["OPSET_28", "bit_shift", "dequantize_linear", "mod", "quantize_linear"]
 
 Array = npt.NDArray[Any]
 
@@ -28,15 +28,40 @@ def _present(inputs: Sequence[Array | None], count: int) -> list[Array]:
     return [x for x in inputs if x is not None]
 
 
+OPSET_28: Final = 28
+"""Mod-28 defines ``fmod=0`` for floats; BitShift-28 takes signed types (both: onnx 1.23)."""
+
+
 def mod(inputs: list[Array | None], attrs: dict[str, Any], opset: int) -> Array:
-    """Run Mod: ``fmod`` 0 (floor) or 1 (truncation)."""
+    """Run Mod: ``fmod`` 0 (floor) or 1 (truncation).
+
+    Before opset 28, Mod-10 and Mod-13 require ``fmod=1`` for floating-point inputs ("If
+    the input type is floating point, then fmod attribute must be set to 1"): such a node
+    is refused, as onnxruntime refuses it. From opset 28 it is the floor remainder.
+    """
     a, b = _present(inputs, 2)
-    return np.asarray(ops.mod(a, b, fmod=int(attrs.get("fmod", 0))))
+    fmod = int(attrs.get("fmod", 0))
+    if fmod == 0 and opset < OPSET_28 and np.asarray(a).dtype.kind == "f":
+        raise ValueError(
+            f"Mod-{10 if opset < 13 else 13} (opset {opset}) requires fmod=1 for "
+            f"floating-point inputs; got {np.asarray(a).dtype} with fmod=0 (Mod-28 defines it)"
+        )
+    return np.asarray(ops.mod(a, b, fmod=fmod))
 
 
 def bit_shift(inputs: list[Array | None], attrs: dict[str, Any], opset: int) -> Array:
-    """Run BitShift: ``direction`` is ``b"LEFT"`` or ``b"RIGHT"``."""
+    """Run BitShift: ``direction`` is ``b"LEFT"`` or ``b"RIGHT"``.
+
+    Before opset 28 BitShift-11 takes unsigned integers only: a signed input is refused.
+    Its shift counts of the dtype's width or more have no defined value there; bcast gives
+    BitShift-28's (0, or -1 for a right shift of a negative value).
+    """
     a, b = _present(inputs, 2)
+    if opset < OPSET_28 and np.asarray(a).dtype.kind == "i":
+        raise TypeError(
+            f"BitShift-11 (opset {opset}) takes unsigned integers only; got "
+            f"{np.asarray(a).dtype} (BitShift-28 allows signed types)"
+        )
     direction = attrs.get("direction", b"")
     if isinstance(direction, bytes):
         direction = direction.decode()
