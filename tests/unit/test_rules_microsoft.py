@@ -332,3 +332,13 @@ def test_onnxruntime_optimizer_output_is_modelled_with_no_new_finding(tmp_path, 
     assert [f.node for f in errors] == [
         gelu.name or f"{gelu.op_type}_{list(model.graph.node).index(gelu)}"
     ]
+
+
+def test_a_layout_the_rule_does_not_size_is_listed_as_not_modelled():
+    # MultiHeadAttention with a 4-D (BNSH) query: bcast's rule covers the 3-D layout only.
+    case = Case(
+        "MultiHeadAttention", {"q": _a((2, 4, 8, 16))}, {}, ("q", "q", "q"), {"num_heads": 4}
+    )
+    report = check_graph(read_onnx(case.model()))
+    assert [(u.node, u.op) for u in report.unmodelled] == [("op", "MultiHeadAttention")]
+    assert "does not size the output" in report.unmodelled[0].reason

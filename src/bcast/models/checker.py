@@ -254,6 +254,9 @@ def _walk(
             findings.extend(found)
             if any(f.severity is Severity.ERROR for f in found):
                 failed.add(node.name)
+            if result is None and unmodelled is not None and _unsized(node, values, peer):
+                why = f"its rule does not size the output for these inputs ({node.op}'s layout)"
+                unmodelled.append(Unchecked(node.name, node.op, why))
             if result is not None:
                 if graph.declared and peer:
                     findings.extend(_against_declared(node, result, peer[0]))
@@ -316,6 +319,18 @@ def _walk(
         if into is None and undecided is not None:  # the domain says what it did not decide
             undecided.extend(_in_body(sub))
     return findings, values
+
+
+def _unsized(node: Node, values: Mapping[str, Shape], peer: Sequence[Shape]) -> bool:
+    """Tell whether an operator rule left a node's output unknown where nothing else knows it.
+
+    Its inputs' ranks are known (else the node before is to blame) and no peer sized it.
+    """
+    if node.rule is not Rule.OPERATOR or node.domain in ("", "ai.onnx"):
+        return False  # ONNX's own operators: its inference sizes them
+    if peer and peer[0].rank is not None:
+        return False
+    return all(values.get(i, _DYNAMIC).rank is not None for i in node.inputs if i)
 
 
 def _in_body(sub: Subgraph) -> list[Imposed]:
