@@ -385,3 +385,18 @@ def test_sarif_names_the_node_fingerprints_each_finding_and_lists_unreadable_mod
     assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == missing
     clean = _sarif(two)["runs"][0]["invocations"]
     assert clean == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
+
+
+def test_json_sarif_and_the_baseline_share_each_findings_fingerprint(tmp_path: Path) -> None:
+    two = str(tmp_path / "two.onnx")
+    onnx.save(_two_adds(), two)
+    listed = json.loads(run("check", two, "--json").stdout)
+    jsonschema.validate(listed, load_schema("check"))
+    from_json = [f["fingerprint"] for f in listed["models"][0]["findings"]]
+    from_sarif = [
+        r["partialFingerprints"]["bcastFinding/v1"] for r in _sarif(two)["runs"][0]["results"]
+    ]
+    run("check", two, "--write-baseline", str(tmp_path / "b.json"))
+    written = json.loads((tmp_path / "b.json").read_text())["findings"]
+    assert from_json == from_sarif == [e["fingerprint"] for e in written]
+    assert len(set(from_json)) == 2

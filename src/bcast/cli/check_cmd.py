@@ -30,7 +30,7 @@ from bcast.models import (
     Severity,
     check_graph,
 )
-from bcast.models.baseline import fails, write_baseline
+from bcast.models.baseline import fails, fingerprint, write_baseline
 from bcast.models.isolation import prestart
 from bcast.models.ranges import DimValue
 from bcast.models.verification import unused_dims
@@ -335,7 +335,11 @@ def _model_json(path: str, result: Report | str) -> dict[str, Any]:
             "domain": None,
             "error": failure,
         }
-    return {**result.to_json(), "path": path}
+    out: dict[str, Any] = {**result.to_json(), "path": path}
+    listed: list[dict[str, Any]] = out["findings"]
+    for data, finding in zip(listed, result.findings, strict=True):
+        data["fingerprint"] = fingerprint(finding)  # the baseline's and SARIF's key
+    return out
 
 
 def _render_report(console: Console, graph: Graph, report: Report) -> None:
