@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from onnx_nodes import assert_same, broadcastable_operands
+from test_ops_openvino import eltwise_case
 
 from bcast import ops
 
@@ -70,6 +71,27 @@ def test_binary_ops_match_openvino_numpy_broadcast(op: str, dtype: Any, data: An
     divisor = values.filter(lambda v: v != 0) if nonzero else values
     a, b = data.draw(broadcastable_operands([dtype, dtype], elements_for=[values, divisor]))
     assert_same(BINARY[op](a, b), run_ov(op, [a, b], auto_broadcast="numpy"))
+
+
+RIGHT_ALIGNED_ONLY = {"GreaterEqual", "LessEqual", "NotEqual"}  # the CPU plugin loses the axis
+
+
+@pytest.mark.parametrize("mode", ["none", "pdpd"])
+@pytest.mark.parametrize("op", sorted(set(BINARY) - {"Mod"}))  # no pdpd Mod in the plugin
+@EXAMPLES
+@given(data=st.data())
+def test_binary_ops_match_openvino_none_and_pdpd(op: str, mode: str, data: Any) -> None:
+    a_shape, b_shape, axis = data.draw(eltwise_case(mode, right_aligned=op in RIGHT_ALIGNED_ONLY))
+    small = st.integers(-5, 5).map(float)
+    divisor = small.filter(lambda v: v != 0) if op == "FloorMod" else small
+    a = data.draw(hnp.arrays(np.float32, a_shape, elements=small))
+    b = data.draw(hnp.arrays(np.float32, b_shape, elements=divisor))
+    attrs: dict[str, Any] = {"auto_broadcast": mode}
+    kw: dict[str, Any] = {"broadcast": mode}
+    if mode == "pdpd":
+        attrs["auto_broadcast.auto_broadcast_axis"] = axis
+        kw["axis"] = axis
+    assert_same(BINARY[op](a, b, **kw), run_ov(op, [a, b], **attrs))
 
 
 PDPD = {"auto_broadcast": "pdpd", "auto_broadcast.auto_broadcast_axis": 0}
