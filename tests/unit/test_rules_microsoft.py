@@ -156,6 +156,15 @@ def _dynamic_qmm(bias):
     return Case("DynamicQuantizeMatMul", {"a": _a((2, 4))}, consts, inputs, {})
 
 
+def _qgemm(columns):
+    consts = {
+        "b": _a((4, 5), np.int8, 1), "s": np.float32(0.1), "z": np.uint8(0),
+        "bs": _a(columns, value=0.1), "bz": _a(columns, np.int8, 0), "c": _a(5, np.int32, 0),
+    }  # fmt: skip
+    inputs = ("a", "s", "z", "b", "bs", "bz", "c", "s", "z")
+    return Case("QGemm", {"a": _a((2, 4), np.uint8, 1)}, consts, inputs, {}, TensorProto.UINT8)
+
+
 CASES: dict[str, tuple[Callable[[], Case], Callable[[], Case]]] = {
     "BiasGelu": (lambda: _bias_gelu(64), lambda: _bias_gelu(63)),
     "FastGelu": (lambda: _fast_gelu(64), lambda: _fast_gelu(63)),
@@ -176,6 +185,7 @@ CASES: dict[str, tuple[Callable[[], Case], Callable[[], Case]]] = {
     "QLinearAdd": (lambda: _qlinear("QLinearAdd", 3), lambda: _qlinear("QLinearAdd", 4)),
     "QLinearMul": (lambda: _qlinear("QLinearMul", 3), lambda: _qlinear("QLinearMul", 4)),
     "DynamicQuantizeMatMul": (lambda: _dynamic_qmm(5), lambda: _dynamic_qmm(4)),
+    "QGemm": (lambda: _qgemm(5), lambda: _qgemm(4)),
 }
 
 

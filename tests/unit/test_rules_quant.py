@@ -9,6 +9,7 @@ running it, and says nothing about the valid one.
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -211,3 +212,65 @@ def _read_ir(path):
     from bcast.openvino.reader import read_ir
 
     return read_ir(str(path))
+
+
+def _quantized_resnet(tmp_path, fmt):
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class Images(CalibrationDataReader):
+        def __init__(self):
+            self.left = 2
+
+        def get_next(self):
+            self.left -= 1
+            rng = np.random.default_rng(max(self.left, 0))
+            return (
+                {"pixel_values": rng.random((1, 3, 32, 32), np.float32)} if self.left >= 0 else None
+            )
+
+    path = tmp_path / f"resnet_{fmt}.onnx"
+    formats = {"qdq": QuantFormat.QDQ, "qoperator": QuantFormat.QOperator}
+    quantize_static(
+        "tests/fixtures/real/resnet_torchscript.onnx", str(path), Images(),
+        quant_format=formats[fmt], per_channel=True, weight_type=QuantType.QInt8,
+    )  # fmt: skip
+    return onnx.load(path)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "op", "scale_input"), [("qdq", "DequantizeLinear", 1), ("qoperator", "QLinearConv", 4)]
+)
+def test_onnxruntime_static_quantization_is_modelled_and_a_channel_short_scale_found(
+    tmp_path, fmt, op, scale_input
+):
+    # onnxruntime's own quantizer, per channel, on the ResNet fixture: every node modelled
+    # (QOperator: QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QGemm), no finding, the
+    # float model's domain; a weight's per-channel scale cut by one is found at its node and
+    # onnxruntime refuses the model. (A bias's DequantizeLinear cut so is refused only with
+    # onnxruntime's graph optimizations off: its optimizer folds the node away and runs.)
+    model = _quantized_resnet(tmp_path, fmt)
+    original = check_graph(read_onnx(onnx.load("tests/fixtures/real/resnet_torchscript.onnx")))
+    report = check_graph(read_onnx(model))
+    assert report.unmodelled == () and report.findings == ()
+    assert [(d.name, d.text) for d in report.domain.dims] == [
+        (d.name, d.text) for d in original.domain.dims
+    ]
+    inits = {t.name: t for t in model.graph.initializer}
+    weight = 3 if op == "QLinearConv" else 0
+    node = next(
+        n for n in model.graph.node
+        if n.op_type == op and n.input[scale_input] in inits and n.input[weight] in inits
+        and len(inits[n.input[weight]].dims) == 4  # a Conv weight
+        and len(inits[n.input[scale_input]].dims) == 1 and inits[n.input[scale_input]].dims[0] > 1
+    )  # fmt: skip
+    for index in (scale_input, scale_input + 1):  # the scale and its zero point
+        tensor = inits[node.input[index]]
+        tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor)[:-1], tensor.name))
+    feeds = {"pixel_values": np.ones((1, 3, 32, 32), np.float32)}
+    assert not _ort_runs(model, feeds)
+    assert {f.node for f in _errors(model)} == {node.name}

@@ -42,7 +42,7 @@ from bcast.models.rules_base import (
     last,
     one_way,
 )
-from bcast.models.rules_quant import QUANT_RULES, one_element
+from bcast.models.rules_quant import MICROSOFT_QUANT_RULES, QUANT_RULES, one_element
 
 __all__ = ["MICROSOFT", "MICROSOFT_RULES", "OUTPUT_TYPE_FROM"]
 
@@ -439,6 +439,7 @@ MICROSOFT_RULES: Final[dict[str, RuleFunction]] = {
     "RotaryEmbedding": _rotary,
     "SkipLayerNormalization": _skip_norm,
     "SkipSimplifiedLayerNormalization": _skip_norm,
+    **MICROSOFT_QUANT_RULES,
 }
 """The ``com.microsoft`` operators with a rule, by op type."""
 

@@ -47,7 +47,7 @@ from bcast.models.rules_base import (
     one_way,
 )
 
-__all__ = ["QUANT_RULES", "one_element"]
+__all__ = ["MICROSOFT_QUANT_RULES", "QUANT_RULES", "one_element"]
 
 _DYNAMIC: Final = Shape.dynamic()
 
@@ -209,6 +209,58 @@ def _fake_quantize(node: Node, shapes: Operands) -> Outcome:
         return Outcome(constraints)
     return Outcome((Constraint(operands, mode, context),))
 
+
+def _qgemm(node: Node, shapes: Operands) -> Outcome:
+    """QGemm (com.microsoft): Gemm's (M, N) with b_scale per column and C one way to it."""
+    a, b = _at(shapes, 0), _at(shapes, 3)
+    if a.rank != 2 or b.rank != 2:
+        return Outcome()
+    m, k_a = (a.dims[1], a.dims[0]) if attr(node, "transA", 0) else (a.dims[0], a.dims[1])
+    k_b, n = (b.dims[1], b.dims[0]) if attr(node, "transB", 0) else (b.dims[0], b.dims[1])
+    context = f"QGemm: A {a} and B {b} must agree on K; onnxruntime refuses the node: "
+    constraints = [equal("A's K", dims_of(k_a), "B's K", dims_of(k_b), context)]
+    for index, role in ((4, "b_scale"), (5, "b_zero_point")):
+        shape = _at(shapes, index)
+        if _given(node, index) and shape.rank is not None:
+            context = (
+                f"QGemm {role} {shape} must hold one element or one per column of B (N = {n}); "
+                "onnxruntime refuses the node: "
+            )
+            constraints.append(one_way("N", dims_of(n), role, shape, context))
+    c = _at(shapes, 6)
+    if _given(node, 6) and c.rank is not None:
+        context = f"QGemm C {c} must broadcast unidirectionally to (M, N): "
+        constraints.append(one_way("(M,N)", Shape((m, n)), "C", c, context))
+    errors = _scalar_errors(node, shapes, {1: "a_scale", 2: "a_zero_point", 7: "y_scale"})
+    return Outcome(tuple(constraints), Shape((m, n)), errors=tuple(errors))
+
+
+def _qlinear_pool(node: Node, shapes: Operands) -> Outcome:
+    """QLinearGlobalAveragePool (com.microsoft): one value per channel, NCHW or NHWC."""
+    x = _at(shapes, 0)
+    if x.rank is None or x.rank < 3:
+        return Outcome()
+    ones = [Dim(1)] * (x.rank - 2)
+    last = attr(node, "channels_last", 0)
+    out = Shape((x.dims[0], *ones, x.dims[-1])) if last else Shape((*x.dims[:2], *ones))
+    errors = _scalar_errors(node, shapes, {1: "x_scale", 3: "y_scale"})
+    return Outcome((), out, errors=tuple(errors))
+
+
+def _same_shape(node: Node, shapes: Operands) -> Outcome:
+    """QLinearSigmoid, QLinearLeakyRelu (com.microsoft): element-wise, scales of one element."""
+    x = _at(shapes, 0)
+    errors = _scalar_errors(node, shapes, {1: "X_scale", 3: "Y_scale"})
+    return Outcome((), x if x.rank is not None else None, errors=tuple(errors))
+
+
+MICROSOFT_QUANT_RULES: Final[dict[str, RuleFunction]] = {
+    "QGemm": _qgemm,
+    "QLinearGlobalAveragePool": _qlinear_pool,
+    "QLinearLeakyRelu": _same_shape,
+    "QLinearSigmoid": _same_shape,
+}
+"""The ``com.microsoft`` operators of onnxruntime's quantizer (QOperator format) of this family."""
 
 QUANT_RULES: Final[dict[str, RuleFunction]] = {
     "QuantizeLinear": _linear,
