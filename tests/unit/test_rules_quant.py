@@ -274,3 +274,22 @@ def test_onnxruntime_static_quantization_is_modelled_and_a_channel_short_scale_f
     feeds = {"pixel_values": np.ones((1, 3, 32, 32), np.float32)}
     assert not _ort_runs(model, feeds)
     assert {f.node for f in _errors(model)} == {node.name}
+
+
+def test_a_bias_dequantize_cut_by_one_is_an_error_that_onnxruntimes_optimizer_folds_away(tmp_path):
+    model = _quantized_resnet(tmp_path, "qdq")
+    inits = {t.name: t for t in model.graph.initializer}
+    node = next(n for n in model.graph.node if n.name == "fc.bias_DequantizeLinear")
+    for index in (1, 2):
+        tensor = inits[node.input[index]]
+        tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor)[:-1], tensor.name))
+    feeds = {"pixel_values": np.ones((1, 3, 32, 32), np.float32)}
+    assert _ort_runs(model, feeds)  # its optimizer folds the node away and runs
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    with pytest.raises(Exception, match="scale must be 1D tensor with size 10"):
+        session.run(None, feeds)
+    assert {f.node for f in _errors(model)} == {"fc.bias_DequantizeLinear"}
