@@ -133,6 +133,8 @@ def test_the_python_reports_show_model_text_escaped(model: str) -> None:
     import bcast
 
     report = bcast.check(str(HOSTILE / model))
-    for text in (str(report), report.to_html()):
+    domain = report.domain
+    assert domain is not None
+    for text in (str(report), report.to_html(), str(domain), domain._repr_html_()):
         assert not RAW.search(text)
         assert not any(line.lstrip().startswith("::") for line in text.splitlines())

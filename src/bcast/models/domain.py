@@ -4,9 +4,8 @@ These are the values only: sets of sizes (`Sizes`, unions of closed intervals of
 from 1), what a node imposes (`Imposed`), the domain of one input dim (`DimDomain`), a
 relation between dims (`Relation`) and the whole `Domain`, with its JSON form and its hand-back
 to the tools users export with (torch.export ``Dim`` lines, OpenVINO ``model.reshape`` partial
-shapes). `bcast.models.domain_solve` collects the requirements and solves them.
-
-Sizes start at 1: a dim of 0 (an empty tensor) is out of the domain's scope.
+shapes). `bcast.models.domain_solve` collects the requirements and solves them. Sizes start
+at 1: a dim of 0 (an empty tensor) is out of the domain's scope.
 
 Examples
 --------
@@ -29,6 +28,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.plans import Plan
 from bcast.core.shape import Shape
+from bcast.core.text import safe_text
 
 __all__ = [
     "ANY",
@@ -399,8 +399,8 @@ class Domain:
         }
 
     def __str__(self) -> str:
-        """Return the domain as `lines` (``bcast domain`` prints them under "runs for")."""
-        return "\n".join(self.lines()) or "(no symbolic input dims)"
+        """Return the domain as `lines`, model text made safe (`bcast.core.text.safe_text`)."""
+        return "\n".join(map(safe_text, self.lines())) or "(no symbolic input dims)"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython, Jupyter
         printer.text(str(self))
