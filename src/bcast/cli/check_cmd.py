@@ -326,7 +326,7 @@ def _summary(results: Sequence[tuple[str, Report | str]]) -> dict[str, int]:
 def _model_json(path: str, result: Report | str) -> dict[str, Any]:
     if isinstance(result, str):
         failure = error_json("unreadable", result)
-        coverage = {"broadcasting_nodes": 0, "unchecked": []}
+        coverage = {"broadcasting_nodes": 0, "unchecked": [], "unmodelled": []}
         return {
             "path": path,
             "nodes": 0,
