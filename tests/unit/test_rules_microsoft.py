@@ -352,3 +352,92 @@ def test_a_layout_the_rule_does_not_size_is_listed_as_not_modelled():
     report = check_graph(read_onnx(case.model()))
     assert [(u.node, u.op) for u in report.unmodelled] == [("op", "MultiHeadAttention")]
     assert "does not size the output" in report.unmodelled[0].reason
+
+
+# Valid variants onnxruntime runs: past and masks, qkv_hidden_sizes, a 2-D skip, the 4-D
+# RotaryEmbedding, 8-bit MatMulNBits, transA, no bias, a broadcasting QLinearAdd. None is a
+# finding, and the output shape is onnxruntime's.
+VARIANTS: dict[str, Case] = {
+    "gqa_past": Case(
+        "GroupQueryAttention",
+        {
+            "q": _a((1, 4, 64)),
+            "k": _a((1, 4, 32)),
+            "v": _a((1, 4, 32)),
+            "pk": _a((1, 2, 8, 16)),
+            "pv": _a((1, 2, 8, 16)),
+        },
+        {"seqlens": np.array([11], np.int32), "total": np.array(12, np.int32)},
+        ("q", "k", "v", "pk", "pv", "seqlens", "total"),
+        {"num_heads": 4, "kv_num_heads": 2},
+        extra=("present_key", "present_value"),
+    ),
+    "attn_mask": Case(
+        "Attention",
+        {"x": _a((2, 8, 64)), "mask": _a((2, 8), np.int32, 1)},
+        {"w": _a((64, 192), value=0.01), "b": _a(192)},
+        ("x", "w", "b", "mask"),
+        {"num_heads": 4},
+    ),
+    "attn_qkv": Case(
+        "Attention",
+        {"x": _a((2, 8, 64))},
+        {"w": _a((64, 160), value=0.01), "b": _a(160)},
+        ("x", "w", "b"),
+        {"num_heads": 4, "qkv_hidden_sizes": [64, 64, 32]},
+    ),
+    "mha_bias": Case(
+        "MultiHeadAttention",
+        {"q": _a((2, 8, 64)), "k": _a((2, 10, 64)), "v": _a((2, 10, 32))},
+        {"bias": _a(160)},
+        ("q", "k", "v", "bias"),
+        {"num_heads": 4},
+    ),
+    "skip_2d_bias": Case(
+        "SkipLayerNormalization",
+        {"x": _a((2, 8, 64)), "skip": _a((8, 64))},
+        {"g": _a(64), "be": _a(64), "bi": _a(64)},
+        ("x", "skip", "g", "be", "bi"),
+        {},
+    ),
+    "rotary_4d": Case(
+        "RotaryEmbedding",
+        {"x": _a((1, 4, 6, 16))},
+        {"pos": np.zeros((1, 6), np.int64), "cos": _a((8, 8)), "sin": _a((8, 8))},
+        ("x", "pos", "cos", "sin"),
+        {},
+    ),
+    "nbits8": Case(
+        "MatMulNBits",
+        {"a": _a((3, 2, 32))},
+        {"b": _a((8, 2, 16), np.uint8, 17), "scales": _a((8, 2))},
+        ("a", "b", "scales"),
+        {"K": 32, "N": 8, "bits": 8, "block_size": 16},
+    ),
+    "fused_transA": Case(
+        "FusedMatMul", {"a": _a((2, 4, 3))}, {"b": _a((4, 5))}, ("a", "b"), {"transA": 1}
+    ),
+    "fastgelu_nobias": Case("FastGelu", {"x": _a((2, 8, 64))}, {}, ("x",), {}),
+    "qlinearadd_bcast": Case(
+        "QLinearAdd",
+        {"a": _a((2, 3, 4), np.uint8, 1)},
+        {"b": _a((3, 1), np.uint8, 2), "s": np.float32(0.1), "z": np.uint8(0)},
+        ("a", "s", "z", "b", "s", "z", "s", "z"),
+        {},
+        TensorProto.UINT8,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_a_valid_variant_is_no_finding_and_has_onnxruntimes_output_shape(name):
+    case = VARIANTS[name]
+    session = ort.InferenceSession(
+        case.model().SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    expected = session.run(None, case.feeds)[0].shape
+    report = check_graph(read_onnx(case.model()))
+    assert report.findings == () and report.unmodelled == ()
+    from bcast.models import propagate_shapes
+
+    assert propagate_shapes(read_onnx(case.model()))["y"] == tuple(expected)
