@@ -38,8 +38,10 @@ from bcast.models.graph import (
     topological_order,
 )
 from bcast.models.node_checks import check_node
+from bcast.models.operator_checks import more_outputs
 from bcast.models.provenance import name_sources
 from bcast.models.ranges import DimValue, prove_ranges, split_dims
+from bcast.models.rules_base import broadcasting as is_broadcasting
 
 __all__ = ["DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"]
 
@@ -173,10 +175,8 @@ def propagate_shapes(
 
 def _count(graph: Graph, *, broadcasting: bool = False) -> int:
     """Count the nodes (or the broadcasting nodes) of ``graph`` and of its subgraphs."""
-    own = (  # an operator's own rule (Conv's bias, a scale) is not counted as a broadcast
-        sum(1 for n in graph.nodes if n.rule not in (None, Rule.OPERATOR))
-        if broadcasting
-        else len(graph.nodes)
+    own = (  # an operator rule counts (a scale, a com.microsoft op), Conv's bias does not
+        sum(1 for n in graph.nodes if is_broadcasting(n)) if broadcasting else len(graph.nodes)
     )
     return own + sum(
         _count(s.graph, broadcasting=broadcasting) for n in graph.nodes for s in n.subgraphs
@@ -242,7 +242,7 @@ def _walk(
         if node.unmodelled and unmodelled is not None:  # listed, never skipped silently
             unmodelled.append(Unchecked(node.name, node.op, node.unmodelled))
         if node.rule is not None:
-            if unchecked is not None and node.rule is not Rule.OPERATOR:
+            if unchecked is not None and is_broadcasting(node):
                 lost = [i for i in node.inputs if i and values.get(i, _DYNAMIC).rank is None]
                 if lost:
                     producers = {o: n for n in graph.nodes for o in n.outputs if o}
@@ -266,6 +266,8 @@ def _walk(
                     operands = [values.get(i, _DYNAMIC) for i in node.inputs if i]
                     result = _settled(result, operands, graph.expressions)
                 outputs = (result, *peer[1:])
+            if node.rule is Rule.OPERATOR and len(node.outputs) > 1:  # SkipLayerNorm's sum
+                outputs = more_outputs(node, values, outputs)
         own = node.rule is None or node.rule is Rule.OPERATOR  # shapes not from a broadcast
         derived = derive(node, values) if derive is not None and own else None
         if derived:

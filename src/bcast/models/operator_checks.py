@@ -11,7 +11,7 @@ returns the output shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from bcast.core.modes import Mode
@@ -22,13 +22,14 @@ from bcast.models.rules_base import RuleFunction
 from bcast.models.rules_microsoft import MICROSOFT, MICROSOFT_RULES
 from bcast.models.rules_quant import QUANT_RULES
 
-__all__ = ["OPERATOR_RULES", "check_operator", "rule_for"]
+__all__ = ["OPERATOR_RULES", "check_operator", "more_outputs", "rule_for"]
 
 OPERATOR_RULES: Final[dict[tuple[str, str], RuleFunction]] = {
     **{("", op): rule for op, rule in QUANT_RULES.items()},
     **{(MICROSOFT, op): rule for op, rule in MICROSOFT_RULES.items()},
 }
 """Every operator rule, by ``(domain, op)`` (``""``: ONNX's default domain, an IR layer)."""
+_DYNAMIC: Final = Shape.dynamic()
 
 
 def rule_for(domain: str, op: str) -> RuleFunction | None:
@@ -72,3 +73,23 @@ def check_operator(
         elif collect is not None and not limit.dim.is_static:
             collect.append(BoundRecord(node.name, node.op, limit.dim, 0, limit.size))
     return outcome.output
+
+
+def more_outputs(
+    node: Node, values: Mapping[str, Shape], outputs: Sequence[Shape]
+) -> tuple[Shape, ...]:
+    """Fill the shapes of a node's outputs after the first from its rule, where unknown.
+
+    ``values`` holds the shapes known so far; ``outputs`` the node's (the first is the
+    checked one, the others the peer's).
+    """
+    rule = rule_for(node.domain, node.op)
+    if rule is None:
+        return tuple(outputs)
+    shapes = [values.get(name, _DYNAMIC) if name else _DYNAMIC for name in node.inputs]
+    more = rule(node, shapes).more
+    filled = list(outputs) + [_DYNAMIC] * (len(node.outputs) - len(outputs))
+    for index, shape in enumerate(more, start=1):
+        if shape is not None and index < len(filled) and filled[index].rank is None:
+            filled[index] = shape
+    return tuple(filled)

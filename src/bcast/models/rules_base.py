@@ -22,8 +22,10 @@ from bcast.core.shape import Shape
 from bcast.models.graph import Node
 
 __all__ = [
+    "NOT_BROADCASTING",
     "Constraint",
     "attr",
+    "broadcasting",
     "ints",
     "Limit",
     "Operands",
@@ -70,7 +72,8 @@ class Limit:
 class Outcome:
     """What a rule says about one node: its constraints, limits, errors and output shape.
 
-    ``output`` None leaves the output to the peer's inference (ONNX knows QLinearConv's);
+    ``output`` None leaves the output to the peer's inference (ONNX knows QLinearConv's),
+    ``more`` gives the other outputs' (SkipLayerNormalization's sum of input and skip);
     ``errors`` are definite failures the rule decided itself, as ``(axis, reason)``.
     """
 
@@ -78,6 +81,23 @@ class Outcome:
     output: Shape | None = None
     limits: tuple[Limit, ...] = ()
     errors: tuple[tuple[int | None, str], ...] = ()
+    more: tuple[Shape | None, ...] = ()  # the shapes of outputs 1, 2, ... (None: unknown)
+
+
+NOT_BROADCASTING: Final = frozenset({"Conv", "ConvTranspose"})
+"""Operators with a rule (their bias's length) that are no broadcasting node."""
+
+
+def broadcasting(node: Node) -> bool:
+    """Tell whether ``node`` broadcasts: a rule of its own, not only a bias's length.
+
+    Quantization scales and ``com.microsoft`` operators count; Conv does not.
+
+    >>> from bcast.models.graph import Rule
+    >>> broadcasting(Node("c", "Conv", ("x", "w", "b"), ("y",), rule=Rule.OPERATOR))
+    False
+    """
+    return node.rule is not None and node.op not in NOT_BROADCASTING
 
 
 RuleFunction = Callable[[Node, Operands], Outcome]

@@ -109,7 +109,8 @@ def _skip_norm(node: Node, shapes: Operands) -> Outcome:
     if skip is not None and x.rank is not None:
         context = f"{node.op} skip {skip} must broadcast to the input {x}; {_ORT}"
         found.append(one_way("input", x, "skip", skip, context))
-    return Outcome(tuple(found), x if x.rank is not None else None)
+    out = x if x.rank is not None else None
+    return Outcome(tuple(found), out, more=(None, None, out))  # 3: input + skip (+ bias)
 
 
 def _embed_norm(node: Node, shapes: Operands) -> Outcome:
@@ -138,7 +139,8 @@ def _embed_norm(node: Node, shapes: Operands) -> Outcome:
         why = f"EmbedLayerNormalization reads one position_embedding row of {rows} per position"
         limits.append(Limit("the sequence (input_ids' dim 1)", ids.dims[1], rows, why))
     out = Shape((*ids.dims, hidden)) if ids.rank == 2 and hidden is not None else None
-    return Outcome(tuple(found), out, tuple(limits))
+    mask = Shape(ids.dims[:1]) if ids.rank == 2 else None
+    return Outcome(tuple(found), out, tuple(limits), more=(mask, out))  # mask_index, sum
 
 
 def _heads(node: Node, hidden: Dim | None, what: str) -> list[tuple[int | None, str]]:

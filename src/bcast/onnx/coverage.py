@@ -16,6 +16,7 @@ import onnx
 import onnx.inliner
 
 from bcast.models import Node, Subgraph
+from bcast.models.rules_base import NOT_BROADCASTING
 
 __all__ = ["NO_BROADCAST", "OPERATOR", "in_bodies", "inlined"]
 
@@ -23,7 +24,7 @@ OPERATOR: Final = (
     "verify runs the broadcasting operators bcast.ops implements; this operator's rule "
     "(scales, biases, com.microsoft shapes) is checked by bcast check only"
 )
-NO_BROADCAST: Final = frozenset({"Conv", "ConvTranspose"})
+NO_BROADCAST: Final = NOT_BROADCASTING
 """Operators with a rule (their bias) that are no broadcasting node."""
 
 

@@ -27,6 +27,7 @@ from bcast.core.arithmetic import (
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
+from bcast.core.planning import broadcast_shapes
 from bcast.core.shape import Shape
 from bcast.models import Graph
 from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
@@ -115,7 +116,26 @@ def own_shapes(
         return [concat_output(int(attribute(proto, "axis", 0)), inputs, expressions)]
     if op == "Flatten":
         return [_flatten(proto, inputs[0], expressions)]
+    if op == "MatMul" and len(inputs) == 2:  # after an operator ONNX does not know
+        return [_matmul(inputs[0], inputs[1])]
     return None
+
+
+def _matmul(a: Shape, b: Shape) -> Shape | None:
+    """numpy.matmul's output shape: the batch dims broadcast, then ``[A[-2], B[-1]]``.
+
+    >>> str(_matmul(Shape.parse("[batch,seq,64]"), Shape((64, 32))))
+    '[batch,seq,32]'
+    """
+    if a.rank is None or b.rank is None or a.rank == 0 or b.rank == 0:
+        return None
+    rows = a.dims[-2:-1] if a.rank > 1 else ()  # a 1-D operand loses its added axis
+    columns = b.dims[-1:] if b.rank > 1 else ()
+    try:
+        batch = broadcast_shapes(Shape(a.dims[:-2]), Shape(b.dims[:-2]))
+    except BroadcastError:
+        return None
+    return Shape((*batch.dims, *rows, *columns))
 
 
 def _ml_shapes(proto: onnx.NodeProto, inputs: Sequence[Shape]) -> list[Shape] | None:

@@ -33,6 +33,14 @@ __all__ = ["better_shapes", "elem_types", "with_shapes"]
 
 _ML: Final = "ai.onnx.ml"
 _CLASSIFIERS: Final = frozenset({"LinearClassifier", "SVMClassifier", "TreeEnsembleClassifier"})
+_SAME_TYPE: Final = frozenset(
+    {
+        "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Transpose", "Reshape", "Softmax",
+        "Relu", "Gelu", "Erf", "Tanh", "Sigmoid", "LayerNormalization", "Squeeze",
+        "Unsqueeze", "Flatten", "Identity", "Slice", "Expand", "Concat",
+    }
+)  # fmt: skip
+"""ONNX operators whose first output has their first input's element type."""
 _FLOAT_OUT: Final = frozenset(
     {"Scaler", "Normalizer", "LinearRegressor", "SVMRegressor", "TreeEnsembleRegressor"}
 )
@@ -83,6 +91,9 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
         node_proto = by_node.get(id(node))
         if node_proto is None:
             return None
+        sized = bool(node.output_shapes) and node.output_shapes[0].rank is not None
+        if node_proto.op_type == "MatMul" and sized:
+            return None  # ONNX sized it (its dims are kept): only one after an unknown op
         inputs = [
             values.get(name, Shape.dynamic()) if name else Shape.dynamic()
             for name in node_proto.input
@@ -117,9 +128,11 @@ def elem_types(proto: onnx.GraphProto, inferred: onnx.GraphProto | None) -> dict
     }
     types.update({t.name: t.data_type for t in proto.initializer})
     for node in proto.node:
-        if node.domain == MICROSOFT and node.output and not types.get(node.output[0]):
-            # its first output has the type of the input its definition says (rules_microsoft)
-            index = OUTPUT_TYPE_FROM.get(node.op_type, 0)
+        known = node.output and not types.get(node.output[0]) and node.input
+        if known and (node.domain == MICROSOFT or node.op_type in _SAME_TYPE):
+            # its first output has the type of the input its definition says (rules_microsoft);
+            # ONNX's operators after one have their input's (a chain of them, one pass)
+            index = OUTPUT_TYPE_FROM.get(node.op_type, 0) if node.domain == MICROSOFT else 0
             if index < len(node.input) and types.get(node.input[index]):
                 types[node.output[0]] = types[node.input[index]]
         if node.domain != _ML:
