@@ -219,3 +219,32 @@ def test_an_ir_if_whose_bodies_are_not_read_is_listed_by_check_domain_and_verify
     result = _cli("verify", path, "--json")
     skipped = json.loads(result.stdout)["skipped"]
     assert [(s["node"], s["kind"]) for s in skipped] == [("if", "in-body")]
+
+
+def test_github_annotations_carry_each_node_not_modelled_as_a_notice(tmp_path):
+    path = _save(tmp_path / "m.onnx", _unknown_op_model())
+    lines = _cli("check", path, "--format", "github").stdout.splitlines()
+    notices = [line for line in lines if line.startswith("::notice")]
+    assert len(notices) == 1 and "not-modelled" in notices[0] and "custom" in notices[0]
+
+
+def test_verify_runs_the_broadcast_after_a_com_microsoft_op_and_lists_the_op(tmp_path):
+    x = helper.make_tensor_value_info("x", F, ["batch", 8, 64])
+    inits = [
+        numpy_helper.from_array(np.zeros(64, np.float32), "b"),
+        numpy_helper.from_array(np.ones(64, np.float32), "c"),
+    ]
+    nodes = [
+        helper.make_node("BiasGelu", ["x", "b"], ["t"], domain="com.microsoft", name="gelu"),
+        helper.make_node("Add", ["t", "c"], ["y"], name="after"),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", F, None)], inits)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
+    path = _save(tmp_path / "gelu.onnx", model)
+    outcome = verify_model(path, runtimes=["onnxruntime"])
+    assert [n.node for n in outcome.nodes] == ["after"] and outcome.disagreements == 0
+    assert [(s.node, s.kind.value) for s in outcome.skipped] == [("gelu", "unsupported")]
+    out = " ".join(_cli("verify", path, "--runtime", "onnxruntime").output.split())
+    assert "every runtime agrees with bcast; 1 broadcasting node not compared" in out
