@@ -356,3 +356,33 @@ def test_read_only_out_on_the_generic_path_is_refused_before_computing(monkeypat
     with pytest.raises(ValueError, match="read-only"):
         ops.add(jnp.ones(3), jnp.ones(3), out=jnp.zeros(3))
     assert calls == []
+
+
+# -- the memory limit bounds the whole process tree (issue 39 item 10) --------------------
+
+_TREE = """
+import sys
+from bcast.models.isolation import IsolationError, limits, run_isolated
+held = b"p" * (300 << 20)  # this process holds 300 MiB of its own
+hold = "[b'w' * (350 << 20), __import__('time').sleep(0.5)][1]"  # the worker 350 for 0.5 s
+with limits(max_memory=int(sys.argv[1]) << 20):
+    try:
+        run_isolated("P", "allocating", eval, hold)
+    except IsolationError as err:
+        print(err)
+    else:
+        print("ran")
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="the tree is read in /proc")
+@pytest.mark.parametrize(
+    ("limit_mib", "said"), [(512, "P ran out of the memory limit of 512.0 MiB"), (1024, "ran")]
+)
+def test_the_memory_limit_bounds_this_process_and_its_worker_together(limit_mib, said):
+    # the worker alone stays within its cap; with the 300 MiB here, the two pass 512 MiB
+    done = subprocess.run(
+        [sys.executable, "-c", _TREE, str(limit_mib)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert said in done.stdout.splitlines()[0], done.stdout

@@ -21,7 +21,7 @@ from bcast.core.modes import Mode
 from bcast.core.planning import plan
 from bcast.core.shape import Shape
 from bcast.engine.guard import get_memory_limit
-from bcast.models.isolation import current_limits
+from bcast.models.isolation import current_limits, tree_resident
 
 _COMPARE_BYTES: Final = 40
 """Bytes per output element that the verifiers' comparison allocates (float64 copies, masks)."""
@@ -87,8 +87,10 @@ def memory_problem(
     output, and `compare` makes float64 copies of two outputs. It is checked against the
     smaller of bcast's memory limit (`bcast.ops.get_memory_limit`) and half the memory limit
     of the model's work (`bcast.models.isolation.current_limits`: ``--max-memory``, by
-    default a quarter of the available memory, at most 4 GiB), so that no input is drawn
-    for a node that could only exhaust the machine.
+    default a quarter of the available memory, at most 4 GiB), and against what that limit
+    leaves once this process and its worker are counted (`isolation.tree_resident`:
+    ``--max-memory`` bounds the two together), so that no input is drawn for a node that
+    could only exhaust the machine or pass the limit.
 
     Parameters
     ----------
@@ -125,6 +127,10 @@ def memory_problem(
     if budget is not None and (limit is None or budget // 2 < limit):
         limit = budget // 2  # the rest: the interpreters, the libraries, the estimate's error
         source = "half of --max-memory"
+    used = tree_resident() if budget is not None else None
+    if budget is not None and used is not None and (limit is None or budget - used < limit):
+        limit = max(budget - used, 0)  # --max-memory bounds bcast and its worker together
+        source = f"what --max-memory leaves: {show_bytes(used)} already resident"
     if limit is None or needed <= limit:
         return None
     return (

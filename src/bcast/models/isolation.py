@@ -8,6 +8,10 @@ reused from call to call while it stays healthy) whose address space is capped w
 exhaustion or a timeout becomes `IsolationError`, a `ModelError` of one line; the worker is
 then replaced for the next call. The limits of a run (`Limits`) are set for a ``with`` block
 (`limits`): the time limit is a deadline shared by every call inside the block (one model).
+The memory limit bounds the whole process tree, not the worker alone: while a call runs, the
+resident memory of this process and the worker together (`tree_resident`) is read every
+`WATCH_SECONDS`, and a worker that takes the tree past the limit is stopped as if it had run
+out of memory; the callers estimate their own allocations against what the tree has left.
 This module knows no model format.
 """
 
@@ -35,6 +39,7 @@ from bcast.models.graph import ModelError
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "WATCH_SECONDS",
     "IsolationError",
     "Limits",
     "current_limits",
@@ -43,6 +48,7 @@ __all__ = [
     "prestart",
     "run_isolated",
     "shutdown",
+    "tree_resident",
 ]
 
 T = TypeVar("T")
@@ -55,6 +61,34 @@ MAX_DEFAULT_MEMORY: Final = 4 * 2**30
 _HEADER: Final = struct.Struct("!Q")
 _MAX_RLIMIT: Final = 2**63 - 1
 _SIGNALS: Final = {signal.SIGSEGV: "signal 11", signal.SIGKILL: "killed"}
+WATCH_SECONDS: Final = 0.02
+"""How often the process tree's resident memory is read while the worker works."""
+_PAGE: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _resident(pid: int | str) -> int | None:
+    """Return the resident bytes of process ``pid`` (``"self"``), or None where unknown."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def tree_resident() -> int | None:
+    """Return the resident bytes of this process and its worker together (None: unknown).
+
+    Read from ``/proc`` (Linux); None elsewhere, where only the worker's own cap holds.
+
+    >>> used = tree_resident()
+    >>> used is None or used > 0
+    True
+    """
+    own = _resident("self")
+    if own is None:
+        return None
+    worker = _worker.process.pid if _worker is not None and _worker.alive() else None
+    return own + ((_resident(worker) or 0) if worker is not None else 0)
 
 
 def default_max_memory() -> int:
@@ -157,6 +191,7 @@ class _Worker:
     def __init__(self, asked: int | None, memory: int | None) -> None:
         self.asked = asked  # the limit asked for (None: the default), to tell when it changes
         self.memory = memory
+        self.overrun = False  # the tree passed `memory` during a call: the worker was stopped
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
         env = dict(os.environ, MALLOC_ARENA_MAX="2")  # fewer malloc arenas: less address space
@@ -186,6 +221,9 @@ class _Worker:
             return self._died(timeout)
         if body is None:
             return self._died(timeout)
+        if self.overrun:  # the answer came in the last slice: the tree was over all the same
+            self.close()
+            return "memory", None
         try:
             kind, value = pickle.loads(body)
         except Exception as err:  # an exception that does not unpickle: say what it was
@@ -194,12 +232,22 @@ class _Worker:
 
     def _read(self, size: int, timeout: float | None) -> bytes | None:
         deadline = None if timeout is None else time.monotonic() + timeout
+        watched = self.memory is not None and tree_resident() is not None
         chunks: list[bytes] = []
         while size:
             wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            ready, _, _ = select.select([self.from_child], [], [], wait)
-            if not ready:
+            step = (
+                wait if not watched else WATCH_SECONDS if wait is None else min(wait, WATCH_SECONDS)
+            )
+            ready, _, _ = select.select([self.from_child], [], [], step)
+            if watched and self._over():
+                self.overrun = True
+                self.process.kill()
                 return None
+            if not ready:
+                if step == wait:  # the deadline, not a watch slice
+                    return None
+                continue
             chunk = os.read(self.from_child, min(size, 1 << 20))
             if not chunk:
                 return None
@@ -207,7 +255,15 @@ class _Worker:
             size -= len(chunk)
         return b"".join(chunks)
 
+    def _over(self) -> bool:
+        """Tell whether this process and the worker together hold more than the limit."""
+        own, worker = _resident("self"), _resident(self.process.pid)
+        return self.memory is not None and (own or 0) + (worker or 0) > self.memory
+
     def _died(self, timeout: float | None) -> tuple[str, Any]:
+        if self.overrun:
+            self.close()
+            return "memory", None
         try:
             code = self.process.wait(timeout=0.5)
         except subprocess.TimeoutExpired:
