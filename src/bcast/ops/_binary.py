@@ -7,14 +7,11 @@ Xor-7: multidirectional broadcasting (``broadcast="numpy"``), or OpenVINO's ``no
 
 from __future__ import annotations
 
-from typing import Final
-
 from bcast.arrays.views import ArrayT, Scalar
-from bcast.core.errors import BroadcastError
 from bcast.core.modes import BinaryModeName, Mode
 from bcast.core.planning import plan
 from bcast.engine import execute, prepare_call
-from bcast.ops._common import check_operands
+from bcast.ops._common import check_operands, elementwise_mode
 from bcast.ops._tiny import CALLS, call_key, kernel_for, tiny_path
 
 __all__ = [
@@ -31,8 +28,6 @@ __all__ = [
     "xor",
 ]
 
-_MODES: Final = (Mode.NUMPY, Mode.NONE, Mode.PDPD)
-
 
 def _binary(
     op: str,
@@ -45,13 +40,7 @@ def _binary(
     key = call_key(a, b, out)
     checked = check_operands(op, ("a", "b"), (a, b))
     a, b = checked.operands
-    mode = Mode.parse(broadcast)
-    if mode not in _MODES:
-        raise BroadcastError(
-            f"broadcast must be one of numpy, none, pdpd for an element-wise operator; "
-            f"got {broadcast!r}",
-            mode=mode.value,
-        )
+    mode = elementwise_mode(broadcast)
     the_plan = plan(checked.lib.dims(a), checked.lib.dims(b), mode=mode, axis=axis)
     kernel = kernel_for(op, checked.names)
     if key is not None and mode is Mode.NUMPY and axis == -1:

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from bcast.arrays.libraries import Library, as_operands
+from bcast.core.errors import BroadcastError
+from bcast.core.modes import Mode
 from bcast.ops._dtypes import SIGNATURES, Signature, bind, dtype_name, fixed_output
 
 __all__ = [
@@ -113,3 +115,27 @@ def check_operands(op: str, labels: Sequence[str], operands: Sequence[Any]) -> C
         # Fixed-width NumPy strings: wide enough for every operand of the parameter.
         dtype = np.result_type(*(x.dtype for x in operands if x.dtype.kind in "US"))
     return Checked(lib, names, dtype, operands)
+
+
+ELEMENTWISE_MODES: Final = (Mode.NUMPY, Mode.NONE, Mode.PDPD)
+"""The ``broadcast=`` of element-wise operators: OpenVINO's ``auto_broadcast``."""
+
+
+def elementwise_mode(broadcast: str | Mode) -> Mode:
+    """Parse an element-wise operator's ``broadcast=``: numpy, none or pdpd, any case.
+
+    >>> elementwise_mode("NUMPY")
+    <Mode.NUMPY: 'numpy'>
+    >>> elementwise_mode("explicit")
+    Traceback (most recent call last):
+    ...
+    bcast.BroadcastError: explicit: broadcast must be one of numpy, none, pdpd for an element-...
+    """
+    mode = Mode.parse(broadcast)
+    if mode not in ELEMENTWISE_MODES:
+        raise BroadcastError(
+            f"broadcast must be one of numpy, none, pdpd for an element-wise operator; "
+            f"got {broadcast!r}",
+            mode=mode.value,
+        )
+    return mode

@@ -13,11 +13,10 @@ from collections.abc import Callable
 from typing import Final
 
 from bcast.arrays.views import ArrayT, Scalar
-from bcast.core.errors import BroadcastError
 from bcast.core.modes import BinaryModeName, Mode
 from bcast.core.planning import plan
 from bcast.engine import Kernel, execute
-from bcast.ops._common import check_operands
+from bcast.ops._common import check_operands, elementwise_mode
 from bcast.ops._dtypes import FLOAT
 from bcast.ops._elementwise_kernels import KERNELS, bit_shift_kernel, mod_kernel
 
@@ -33,8 +32,6 @@ __all__ = [
     "squared_difference",
 ]
 
-_MODES: Final = (Mode.NUMPY, Mode.NONE, Mode.PDPD)
-
 
 def _run(
     op: str,
@@ -47,13 +44,7 @@ def _run(
 ) -> ArrayT:
     checked = check_operands(op, ("a", "b"), (a, b))
     a, b = checked.operands
-    mode = Mode.parse(broadcast)
-    if mode not in _MODES:
-        raise BroadcastError(
-            f"broadcast must be one of numpy, none, pdpd for an element-wise operator; "
-            f"got {broadcast!r}",
-            mode=mode.value,
-        )
+    mode = elementwise_mode(broadcast)
     the_plan = plan(checked.lib.dims(a), checked.lib.dims(b), mode=mode, axis=axis)
     kernel = KERNELS[op] if pick is None else pick(checked.names[0])
     result: ArrayT = execute(

@@ -10,32 +10,24 @@ result has that operand's shape. Either way `bcast.plan` decides; the kernel run
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 from bcast.arrays.views import ArrayT, Scalar, broadcast_to
-from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
 from bcast.core.planning import plan
 from bcast.engine import execute
-from bcast.ops._common import Checked, check_operands
+from bcast.ops._common import Checked, check_operands, elementwise_mode
 from bcast.ops._kernels import WHERE
 from bcast.ops._quant_kernels import fake_quantize_kernel
 
 __all__ = ["fake_quantize", "select"]
-
-_MODES: Final = (Mode.NUMPY, Mode.NONE, Mode.PDPD)
 
 
 def _planned(
     op: str, checked: Checked, labels: Sequence[str], anchor: int, broadcast: Any, axis: int
 ) -> tuple[Any, tuple[Any, ...]]:
     """Plan the operands under ``broadcast``; for pdpd, first view each onto the anchor."""
-    mode = Mode.parse(broadcast)
-    if mode not in _MODES:
-        raise BroadcastError(
-            f"{op}: broadcast must be one of numpy, none, pdpd; got {broadcast!r}",
-            mode=mode.value,
-        )
+    mode = elementwise_mode(broadcast)
     operands = checked.operands
     dims = [checked.lib.dims(v) for v in operands]
     if mode is Mode.PDPD:
