@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -233,27 +234,19 @@ def _adds(path: Path, count: int, size: int) -> None:
 
 
 @pytest.mark.slow
-def test_verify_keeps_to_its_memory_limit_node_by_node(tmp_path: Path) -> None:
+def test_verify_keeps_to_its_memory_limit_node_by_node(tmp_path: Path, tree_peak: Any) -> None:
     # 30 results of 16 MB from bcast and 30 from onnxruntime: kept whole, the parent alone
-    # held about 1.3 GiB (measured), past --max-memory 1GiB; now about 0.5 GiB.
+    # held about 1.3 GiB (measured), past --max-memory 1GiB; now bcast and its worker
+    # together stay within it (0.74 GiB measured).
     path = tmp_path / "adds.onnx"
     _adds(path, 30, 2000)
-    script = (
-        "import resource, subprocess, sys\n"
-        "done = subprocess.run([sys.executable, '-m', 'bcast', 'verify', '--json', sys.argv[1],"
-        " '--runtime', 'onnxruntime', '--max-memory', '1GiB'], capture_output=True, text=True)\n"
-        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
-        "print(done.returncode, peak)\n"
-        "sys.stderr.write(done.stdout)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=300
-    )
-    code, peak = (int(v) for v in done.stdout.split())
-    doc = json.loads(done.stderr)
-    assert code == 0 and len(doc["nodes"]) == 30, done.stderr[-2000:]
+    command = [sys.executable, "-m", "bcast", "verify", "--json", str(path)]
+    code, out, peak = tree_peak([*command, "--runtime", "onnxruntime", "--max-memory", "1GiB"])
+    doc = json.loads(out)
+    assert code == 0 and len(doc["nodes"]) == 30, out[-2000:]
     assert all(n["results"]["bcast"]["shape"] == "[2000,2000]" for n in doc["nodes"])
-    assert peak < 2**30, f"a process of verify's tree peaked at {peak / 2**20:.0f} MiB"
+    limit = 2**30 + 64 * 2**20  # and what the tree may grow between two 20 ms readings
+    assert peak < limit, f"verify's process tree peaked at {peak / 2**20:.0f} MiB"
 
 
 # -- sparse initializers (item 12) ------------------------------------------------------------
