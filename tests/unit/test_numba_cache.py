@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -92,3 +93,28 @@ def test_the_default_folder_is_the_user_cache_folder_of_each_system():
     assert cache_root({"HOME": "/h"}, "darwin") == Path("/h/Library/Caches/bcast")
     assert cache_root({"HOME": "/h", "LOCALAPPDATA": "C:/L"}, "win32") == Path("C:/L/bcast/Cache")
     assert cache_root({"HOME": "/h", "BCAST_CACHE_DIR": "/c"}, "darwin") == Path("/c")
+
+
+def _index_entries(folder: Path, function: str) -> int:
+    (index,) = folder.glob(f"numba_kernels.{function}-*.nbi")
+    with index.open("rb") as file:
+        pickle.load(file)  # numba's version
+        _, overloads = pickle.loads(file.read())
+    return len(overloads)
+
+
+def test_parallel_warm_keeps_every_kernel_of_every_process(tmp_path):
+    # two processes compile walkers of one function into one index file, under the lock
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "BCAST_"))}
+    env["BCAST_CACHE_DIR"] = str(tmp_path)
+    warm = [sys.executable, "-m", "bcast.engine.warm", "--ops", "xor,and_,or_"]
+    done = subprocess.run(
+        [*warm, "--jobs", "2"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith("3 of 3 kernels ready")
+    (folder,) = (tmp_path / "numba").glob("*/numba_kernels")
+    assert _index_entries(folder, "_walker_of.locals.walk") == 3
+    again = subprocess.run([*warm, "--jobs", "1"], env=env, capture_output=True, text=True)
+    assert again.returncode == 0
+    assert "compiling" not in again.stderr  # every kernel loaded, none compiled again

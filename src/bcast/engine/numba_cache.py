@@ -14,22 +14,33 @@ another clone compiled) and, as numba checks itself, for this CPU, this Python a
 Where the user set ``NUMBA_CACHE_DIR``, numba's own choice is left alone; where the folder
 cannot be written, numba's usual places are tried.
 
+Several processes may compile into the folder at once (``python -m bcast.engine.warm`` runs
+one per core): numba reads an index, picks a free data file and writes both, so two
+processes between those steps could lose an entry or, worse, point an entry at the other's
+machine code. In bcast's folder these steps run under a file lock (``fcntl.flock`` on
+``.lock``, where it exists).
+
 `install` must run before the first ``@njit(cache=True)`` of the engine is decorated: every
 ``numba_*`` module of the engine imports this module first.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
 import tempfile
-from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from numba.core import caching, config
+
+try:
+    import fcntl
+except ImportError:  # Windows: numba's own writes, unlocked
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["cache_root", "install"]
 
@@ -57,12 +68,13 @@ def cache_root(environ: dict[str, str] | None = None, platform: str = sys.platfo
     return Path(xdg) / "bcast" if xdg else home / ".cache" / "bcast"
 
 
-@cache
+@functools.cache
 def _source_hash(path: str) -> str:
     with open(path, "rb") as source:
         return hashlib.sha256(source.read()).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
 def _kernels_folder() -> Path:
     try:
         version = metadata.version("bcast")
@@ -108,6 +120,22 @@ class _EngineLocator(caching._CacheLocator):  # type: ignore[misc]
         return locator
 
 
+def _locked(method: Any) -> Any:
+    """Run an index file's ``load``/``save`` under the folder's lock, in bcast's folder."""
+
+    @functools.wraps(method)
+    def run(self: Any, *args: Any) -> Any:
+        folder = str(getattr(self, "_cache_path", ""))
+        if fcntl is None or not folder.startswith(str(_kernels_folder())):
+            return method(self, *args)
+        with open(os.path.join(folder, ".lock"), "ab") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # let go when the file closes
+            return method(self, *args)
+
+    run.bcast_locked = True  # type: ignore[attr-defined]
+    return run
+
+
 def install() -> bool:
     """Put bcast's locator first in numba's list (once); False where numba's is kept.
 
@@ -125,6 +153,10 @@ def install() -> bool:
         return False
     if _EngineLocator not in classes:
         classes.insert(0, _EngineLocator)
+    index = getattr(caching, "IndexDataCacheFile", None)
+    if index is not None and not getattr(index.save, "bcast_locked", False):
+        index.save = _locked(index.save)
+        index.load = _locked(index.load)
     return True
 
 

@@ -10,6 +10,8 @@ a kernel compiles::
     python -m bcast.engine.warm --ops add,pow   # only these operations
     python -m bcast.engine.warm --list          # what there is to compile
     python -m bcast.engine.warm --quiet         # one line at the end (and any failure)
+    python -m bcast.engine.warm --jobs 1        # in this process only (default: a process
+                                                # per core, at most 4)
 
 An operation NumPy computes faster on this machine has no kernel (float32 Pow where NumPy's
 own float32 power is vector code: AVX-512; float16 Pow is compiled everywhere). The entry
@@ -25,9 +27,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from bcast.engine import compiled, operations
 
@@ -51,6 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the kernels; compile none")
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="print only failures and the last line"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(os.cpu_count() or 1, 4),
+        help="processes that compile at once (default: one per core, at most 4)",
     )
     args = parser.parse_args(argv)
     try:
@@ -85,10 +95,46 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{kernel:48s} {'ready' if ready else 'FAILED'} {seconds:6.2f} s", flush=True)
 
     started = time.perf_counter()
-    ready = compiled.warm(names, report)
+    shares = _shares(kernels, max(args.jobs, 1))
+    helpers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bcast.engine.warm", "--jobs", "1", "--ops", ",".join(share)]
+            + (["--quiet"] if args.quiet else []),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for share in shares[1:]
+    ]
+    ready = compiled.warm(shares[0] if helpers else names, report)
+    for helper in helpers:  # each ends with "N of M kernels ready (...)"
+        lines = (helper.communicate()[0] or "").splitlines()
+        for line in lines[:-1]:
+            print(line)
+        done = lines[-1].split(" of ", 1)[0] if lines else ""
+        ready += int(done) if helper.returncode in (0, 1) and done.isdigit() else 0
     took = time.perf_counter() - started
     print(f"{ready} of {len(kernels)} kernels ready ({took:.0f} s)")
     return 0 if ready == len(kernels) else 1
+
+
+def _shares(kernels: Sequence[tuple[str, Any]], jobs: int) -> list[list[str]]:
+    """Split the operations among ``jobs`` processes, about as many kernels to each.
+
+    >>> _shares([("add", 1), ("add", 2), ("xor", 3), ("pow", 4)], 2)
+    [['add'], ['pow', 'xor']]
+    >>> _shares([("add", 1)], 4)
+    [['add']]
+    """
+    counts: dict[str, int] = {}
+    for name, _ in kernels:
+        counts[name] = counts.get(name, 0) + 1
+    shares: list[list[str]] = [[] for _ in range(min(jobs, len(counts)) or 1)]
+    loads = [0] * len(shares)
+    for name in sorted(counts, key=lambda n: (-counts[n], n)):
+        least = loads.index(min(loads))
+        shares[least].append(name)
+        loads[least] += counts[name]
+    return [sorted(share) for share in shares]
 
 
 if __name__ == "__main__":
