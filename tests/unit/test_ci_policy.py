@@ -329,6 +329,24 @@ def test_verify_reports_a_node_that_fails_in_bcast_and_every_runtime(tmp_path: P
     inside = run("verify", path, "--dim", "seq=1..16", "--json")
     assert inside.exit_code == 0
     assert json.loads(inside.stdout)["nodes"][0]["inputs"][0]["shape"] == "[2,16,8]"
+    # a node failing everywhere is an error: --fail-on never lets it pass, nothing else does
+    for threshold, code in (("error", 1), ("info", 1), ("never", 0)):
+        assert run("verify", path, "--dim", "seq=32", "--fail-on", threshold).exit_code == code
+
+
+@pytest.mark.parametrize(("threshold", "code"), [("error", 1), ("warning", 1), ("never", 0)])
+def test_domain_outside_its_point_is_an_error_for_fail_on(
+    positions: str, threshold: str, code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = ["domain", positions, "--dim", "seq=1..513"]
+    assert run(*outside, "--fail-on", threshold).exit_code == code
+    assert run("domain", positions, "--dim", "seq=1..512", "--fail-on", threshold).exit_code == 0
+    monkeypatch.chdir(tmp_path)  # the table's fail-on applies; the command line wins
+    (tmp_path / "pyproject.toml").write_text(f'[tool.bcast]\nfail-on = "{threshold}"\n')
+    assert run(*outside).exit_code == code
+    assert run(*outside, "--fail-on", "error").exit_code == 1
+    (tmp_path / "pyproject.toml").write_text('[tool.bcast]\nfail-on = "sometimes"\n')
+    assert run(*outside).exit_code == 2
 
 
 # -- SARIF ---------------------------------------------------------------------------------

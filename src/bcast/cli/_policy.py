@@ -156,6 +156,38 @@ def configured_dims(
     return {**_config_dims(source, table.get("dims", {})), **dims}
 
 
+def configured_fail_on(fail_on: str | None, *, start: str | os.PathLike[str] | None = None) -> str:
+    """Return ``--fail-on`` (lower case), else ``[tool.bcast]``'s ``fail-on``, else warning.
+
+    ``bcast verify`` and ``bcast domain`` read this and the dims; ``check`` every setting.
+
+    Raises
+    ------
+    ValueError
+        For a malformed ``fail-on`` or ``pyproject.toml`` (naming the file).
+    """
+    if fail_on:
+        return fail_on.lower()
+    source, table = find_settings(start)
+    said = table.get("fail-on", "warning") if source is not None else "warning"
+    if said not in FAIL_ON:
+        raise ValueError(
+            f"{source}: [tool.bcast] fail-on takes {', '.join(FAIL_ON)}; got {said!r:.40}"
+        )
+    return str(said)
+
+
+def fail_on_option(function: Any) -> Any:
+    """Add ``--fail-on`` (what makes the exit status 1)."""
+    return click.option(
+        "--fail-on",
+        type=click.Choice(FAIL_ON, case_sensitive=False),
+        default=None,
+        help="The least severity that makes the exit status 1: error, warning (the "
+        "default), info, or never.",
+    )(function)
+
+
 def policy_options(function: Any) -> Any:
     """Add ``--fail-on``, ``--baseline`` and ``--write-baseline``."""
     function = click.option(
@@ -172,13 +204,7 @@ def policy_options(function: Any) -> Any:
         help="Leave out the findings this baseline holds (written by --write-baseline): "
         "only new findings fail.",
     )(function)
-    return click.option(
-        "--fail-on",
-        type=click.Choice(FAIL_ON, case_sensitive=False),
-        default=None,
-        help="The least severity that makes the exit status 1: error, warning (the "
-        "default), info, or never.",
-    )(function)
+    return fail_on_option(function)
 
 
 def dims_note(dims: Mapping[str, int | tuple[int, int | None]]) -> str:

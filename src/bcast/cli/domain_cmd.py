@@ -21,7 +21,8 @@ import click
 from bcast.core.text import safe_text
 from bcast.loading import check as check_model
 from bcast.loading import is_ir
-from bcast.models import ModelError
+from bcast.models import ModelError, Severity
+from bcast.models.baseline import fails
 from bcast.models.domain import Domain, Imposed
 from bcast.models.ranges import decide, split_dims
 from bcast.onnx.metadata import write_domain_metadata
@@ -35,7 +36,7 @@ from ._model_options import (
     one_line,
 )
 from ._output import ExitCode, emit_json, error_json, exit_with, fail_usage
-from ._policy import configured_dims
+from ._policy import configured_dims, configured_fail_on, fail_on_option
 
 __all__ = ["domain"]
 
@@ -62,6 +63,7 @@ Examples:
         "(bcast.domain: the JSON; bcast.dim.NAME: the sizes of each input dim)."
     ),
 )
+@fail_on_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def domain(
     model: str,
@@ -69,6 +71,7 @@ def domain(
     timeout: float,
     max_memory: int | None,
     metadata_path: str | None,
+    fail_on: str | None,
     as_json: bool,
 ) -> None:
     """Say for which sizes of its input dims a model runs, and which node imposes each part.
@@ -84,10 +87,11 @@ def domain(
     [tool.bcast] table in the nearest pyproject.toml apply too (a --dim wins).
 
     Exit status: 0 the model runs (at the --dim point), 1 it runs for no sizes (or not at
-    the --dim point), 2 unreadable input.
+    the --dim point; an error for --fail-on: never keeps the status 0), 2 unreadable input.
     """
     try:
         dims = configured_dims(dims_of_bindings(bindings))
+        fail_on = configured_fail_on(fail_on)
     except ValueError as err:
         payload = {"path": model, "domain": None, "point": None}
         fail_usage(
@@ -147,7 +151,7 @@ def domain(
             else:
                 where = safe_text(f"{failure}: {failure.reason}")
                 click.echo(f"\nat {safe_text(point)}: fails first at {where}")
-    if found.is_empty or failure is not None:
+    if (found.is_empty or failure is not None) and fails(Severity.ERROR, fail_on):
         exit_with(ExitCode.FINDINGS)
     exit_with(ExitCode.OK)
 

@@ -24,7 +24,8 @@ from rich.text import Text
 
 from bcast.core.text import safe_text
 from bcast.loading import verifier_for
-from bcast.models import ModelError
+from bcast.models import ModelError, Severity
+from bcast.models.baseline import fails
 from bcast.models.isolation import prestart
 from bcast.models.verification import observe
 
@@ -49,7 +50,7 @@ from ._output import (
     stderr_console,
     stdout_console,
 )
-from ._policy import configured_dims
+from ._policy import configured_dims, configured_fail_on, fail_on_option
 
 if TYPE_CHECKING:
     from bcast.models.verification import NodeRun, Verification
@@ -86,6 +87,7 @@ Examples:
     help="Seed of the random inputs (0 or more).",
 )
 @limit_options
+@fail_on_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def verify(
     model: str,
@@ -94,6 +96,7 @@ def verify(
     seed: int,
     timeout: float,
     max_memory: int | None,
+    fail_on: str | None,
     as_json: bool,
 ) -> None:
     """Run each broadcasting node of a model in the runtimes and in bcast; compare.
@@ -126,8 +129,8 @@ def verify(
     Exit status: 0 every runtime agrees with bcast on the nodes run (or the model has no
     broadcasting node), 1 disagreements found, a node that fails everywhere, or a harness
     error (bcast could not make a well-formed request of a runtime: its own bug, never
-    reported as the runtime's), 2
-    unusable input: unreadable, or broadcasting nodes of which none could be run and
+    reported as the runtime's; each is an error for --fail-on, so never keeps the status
+    0), 2 unusable input: unreadable, or broadcasting nodes of which none could be run and
     compared (nothing verified; the report still says why for each node).
     """
     wanted = [r.strip() for r in runtimes.split(",") if r.strip()]
@@ -147,6 +150,7 @@ def verify(
         _unusable(request, one_line(str(err)), as_json)
     try:
         dims, ran_at = _sizes(configured_dims(dims_of_bindings(bindings)))
+        fail_on = configured_fail_on(fail_on)
     except ValueError as err:
         fail_usage(
             one_line(str(err)),
@@ -177,7 +181,8 @@ def verify(
         emit_json({**outcome.to_json(), "error": failure})
     else:
         _render_verify(stdout_console(), outcome)
-    if outcome.disagreements or outcome.harness_errors or outcome.failing:
+    found = outcome.disagreements or outcome.harness_errors or outcome.failing
+    if found and fails(Severity.ERROR, fail_on):  # each of them is an error
         exit_with(ExitCode.FINDINGS)
     if nothing is not None:
         click.echo(f"bcast: {nothing}", err=True)
