@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bcast.models import DEFAULT_MAX_ELEMENTS, Graph, ModelError, Report, Severity, check_graph
 from bcast.models.baseline import Baseline, fails, read_baseline
+from bcast.models.deviations import TARGETS
 from bcast.models.files import model_file_size
 from bcast.models.ranges import DimValue
 
@@ -101,6 +102,7 @@ def check(
     raise_on_error: bool = False,
     fail_on: str | None = None,
     baseline: str | os.PathLike[str] | Baseline | None = None,
+    target: str | None = None,
 ) -> Report:
     """Check the broadcasting nodes of a model; the Python form of ``bcast check``.
 
@@ -124,6 +126,9 @@ def check(
     baseline : path or Baseline, optional
         A baseline file (``bcast check --write-baseline``): the findings it holds are left
         out of the report, so that only new ones count.
+    target : {"onnxruntime", "openvino", "tract"}, optional
+        Also warn (``runtime-deviation``) at nodes where that runtime is known to depart
+        from the specification (``--target``; `bcast.models.deviations`).
 
     Returns
     -------
@@ -136,7 +141,7 @@ def check(
         If the model or the baseline cannot be read, or (``fail_on``, ``raise_on_error``)
         a finding fails the check.
     ValueError
-        If a value of ``dims`` or ``fail_on`` is not one of those above.
+        If a value of ``dims``, ``fail_on`` or ``target`` is not one of those above.
 
     Examples
     --------
@@ -149,7 +154,10 @@ def check(
     threshold = "error" if raise_on_error and fail_on is None else fail_on or "never"
     fails(Severity.ERROR, threshold)  # a ValueError for a threshold it does not know
     known = read_baseline(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
-    report = check_graph(load_graph(model), dims=dims, max_elements=max_elements)
+    if target is not None and target not in TARGETS:
+        raise ValueError(f"target takes {', '.join(TARGETS)}; got {target!r:.40}")
+    graph = load_graph(model)
+    report = check_graph(graph, dims=dims, max_elements=max_elements, target=target)
     if known is not None:
         path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else report.path
         report, _ = known.apply(path, report)

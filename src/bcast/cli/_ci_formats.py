@@ -51,6 +51,7 @@ _RULES: Final = {
     "peer-rejects": "The model's own shape inference rejects the model.",
     "not-checked": "A node bcast could not check.",
     "not-modelled": "A node bcast cannot model (no shape rule): nothing past it is decided.",
+    "runtime-deviation": "A node where the --target runtime departs from the specification.",
     _UNREADABLE: "The model cannot be read.",
 }
 

@@ -25,6 +25,7 @@ from typing import Any, Final
 import click
 
 from bcast.models.baseline import FAIL_ON, Baseline, read_baseline
+from bcast.models.deviations import TARGETS
 
 from ._model_options import DimBinding, dim_text, parse_binding
 
@@ -35,7 +36,7 @@ else:  # the same parser, before it joined the standard library
 
 __all__ = ["Policy", "configured_dims", "find_settings", "policy_options", "resolve_policy"]
 
-_KEYS: Final = ("fail-on", "baseline", "dims")
+_KEYS: Final = ("fail-on", "baseline", "dims", "target")
 
 
 @dataclass(slots=True)
@@ -46,6 +47,7 @@ class Policy:
     baseline: Baseline | None = None
     write_baseline: str | None = None
     dims: dict[str, int | tuple[int, int | None]] = field(default_factory=dict)
+    target: str | None = None
     source: str | None = None
     """The pyproject.toml read, if one was."""
 
@@ -97,6 +99,7 @@ def resolve_policy(
     write_baseline: str | None,
     dims: Mapping[str, int | tuple[int, int | None]],
     *,
+    target: str | None = None,
     start: str | os.PathLike[str] | None = None,
 ) -> Policy:
     """Merge the command line with ``[tool.bcast]`` (the command line wins) and read the baseline.
@@ -127,11 +130,18 @@ def resolve_policy(
                 raise ValueError(f"{source}: [tool.bcast] baseline must be a path")
             baseline = str(Path(source).parent / table["baseline"])
         dims = {**_config_dims(source, table.get("dims", {})), **dims}
+        said_target = table.get("target")
+        if said_target is not None and said_target not in TARGETS:
+            raise ValueError(
+                f"{source}: [tool.bcast] target takes {', '.join(TARGETS)}; got {said_target!r:.40}"
+            )
+        target = target or said_target
     return Policy(
         fail_on=fail_on or "warning",
         baseline=read_baseline(baseline) if baseline is not None else None,
         write_baseline=write_baseline,
         dims=dict(dims),
+        target=target,
         source=source,
     )
 

@@ -45,6 +45,12 @@ _DO: Final = {
         "The model's own shape inference (ONNX or OpenVINO) refuses the model; the message "
         "has its reason."
     ),
+    "runtime-deviation": (
+        "The specification accepts this node, but the runtime named by --target is known to "
+        "depart from it here (a wrong result, a refusal or a crash): docs/peer-differences.md "
+        "has the case and the test that pins it. Rewrite the node (numpy broadcast, an "
+        "explicit Unsqueeze) or check the runtime's own output."
+    ),
     "unreadable": (
         "bcast could not read the model: not a model, truncated, or a reader that failed "
         "(the message has the reason). Nothing in it was checked."

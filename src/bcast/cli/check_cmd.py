@@ -31,6 +31,7 @@ from bcast.models import (
     check_graph,
 )
 from bcast.models.baseline import fails, fingerprint, write_baseline
+from bcast.models.deviations import TARGETS
 from bcast.models.isolation import prestart
 from bcast.models.ranges import DimValue
 from bcast.models.verification import unused_dims
@@ -86,10 +87,14 @@ def _ticks(progress: Progress, task: Any) -> Iterator[None]:
 
 
 def _run_check(
-    graph: Graph, dims: Mapping[str, DimValue], max_elements: int, show_progress: bool
+    graph: Graph,
+    dims: Mapping[str, DimValue],
+    max_elements: int,
+    show_progress: bool,
+    target: str | None = None,
 ) -> Report:
     if not show_progress or len(graph.nodes) <= PROGRESS_NODES:
-        return check_graph(graph, dims=dims, max_elements=max_elements)
+        return check_graph(graph, dims=dims, max_elements=max_elements, target=target)
     columns = (
         TextColumn("checking {task.description}"),
         BarColumn(),
@@ -97,8 +102,9 @@ def _run_check(
     )
     with Progress(*columns, console=stderr_console(), transient=True) as progress:
         task = progress.add_task(os.path.basename(graph.path), total=len(graph.nodes))
+        ticks = _ticks(progress, task)
         return check_graph(
-            graph, dims=dims, max_elements=max_elements, progress=_ticks(progress, task)
+            graph, dims=dims, max_elements=max_elements, progress=ticks, target=target
         )
 
 
@@ -115,7 +121,8 @@ Examples:
   bcast check models/*.onnx --fail-on error --baseline bcast-baseline.json
   bcast check model.xml --json
   bcast check models/*.onnx --format sarif > bcast.sarif
-  bcast check model.onnx --format github    (annotations in a GitHub Actions log)""",
+  bcast check model.onnx --format github    (annotations in a GitHub Actions log)
+  bcast check model.xml --target openvino   (warn where OpenVINO departs from the spec)""",
 )
 @click.argument(
     "models", nargs=-1, required=True, metavar="MODEL...", type=click.Path(dir_okay=True)
@@ -141,6 +148,13 @@ Examples:
     ),
 )
 @click.option(
+    "--target",
+    type=click.Choice(TARGETS, case_sensitive=False),
+    default=None,
+    help="Also warn where this runtime is known to depart from the specification "
+    "(runtime-deviation, with its entry in docs/peer-differences.md).",
+)
+@click.option(
     "--skip-non-ir",
     is_flag=True,
     help="Skip, with a note, .xml files that are not OpenVINO IR (the pre-commit hook "
@@ -157,6 +171,7 @@ def check(
     baseline: str | None,
     write_baseline: str | None,
     output_format: str | None,
+    target: str | None,
     skip_non_ir: bool,
     as_json: bool,
 ) -> None:
@@ -173,8 +188,10 @@ def check(
     size in the range: a condition met at no size of it is no finding, one met inside it
     is an error (fails-in-range) at the first size where it fails.
 
-    --fail-on, --baseline and --dim may also be set in a [tool.bcast] table of the
+    --fail-on, --baseline, --dim and --target may also be set in a [tool.bcast] table of the
     nearest pyproject.toml (from the current directory upward); the command line wins.
+    --target onnxruntime|openvino|tract also warns at nodes where that runtime is known to
+    depart from the specification (runtime-deviation).
 
     ONNX shape inference and OpenVINO read each model in a separate process, limited by
     --timeout and --max-memory: a crash, a timeout or memory exhausted makes that model
@@ -187,8 +204,8 @@ def check(
         output_format, as_json, command_path="bcast check", skeleton=check_skeleton
     )
     as_json = fmt == "json"
-    policy = _policy(fail_on, baseline, write_baseline, bindings, as_json)
-    dims = policy.dims
+    policy = _policy(fail_on, baseline, write_baseline, bindings, as_json, target)
+    dims, target = policy.dims, policy.target
     console = stdout_console()
     show_progress = fmt == "text" and sys.stderr.isatty()
     results: list[tuple[str, Report | str]] = []
@@ -210,7 +227,7 @@ def check(
             continue
         graphs.append(loaded)
         try:
-            report = _run_check(loaded, dims, max_elements, show_progress)
+            report = _run_check(loaded, dims, max_elements, show_progress, target)
         except ModelError as err:
             results.append((path, one_line(str(err))))
             click.echo(f"bcast: {one_line(str(err))}", err=True)
@@ -263,11 +280,16 @@ def _policy(
     write: str | None,
     bindings: Sequence[DimBinding],
     as_json: bool,
+    target: str | None = None,
 ) -> Policy:
     """Resolve the settings (command line, then [tool.bcast]); a usage error if they are bad."""
     try:
         return resolve_policy(
-            fail_on.lower() if fail_on else None, baseline, write, dims_of_bindings(bindings)
+            fail_on.lower() if fail_on else None,
+            baseline,
+            write,
+            dims_of_bindings(bindings),
+            target=target,
         )
     except (ValueError, ModelError) as err:
         fail_usage(

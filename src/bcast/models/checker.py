@@ -20,6 +20,7 @@ from bcast.core.dim import intersect_dims
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape, informative, more_named, more_precise
+from bcast.models.deviations import runtime_deviations
 from bcast.models.domain import Imposed
 from bcast.models.domain_collect import Record, collect_other
 from bcast.models.domain_solve import solve_domain
@@ -68,6 +69,7 @@ def check_graph(
     dims: Mapping[str, DimValue] | None = None,
     max_elements: int = DEFAULT_MAX_ELEMENTS,
     progress: Iterable[None] | None = None,
+    target: str | None = None,
 ) -> Report:
     """Propagate shapes through ``graph`` and report every broadcasting finding.
 
@@ -83,6 +85,9 @@ def check_graph(
         Broadcast outputs with more elements are reported.
     progress : iterable, optional
         Advanced once per node (the CLI passes a progress bar's ticks).
+    target : {"onnxruntime", "openvino", "tract"}, optional
+        Also warn where that runtime is known to depart from the specification
+        (`bcast.models.deviations`).
 
     Returns
     -------
@@ -109,7 +114,7 @@ def check_graph(
     records: list[Record] = []
     unmodelled: list[Unchecked] = []
     undecided: list[Imposed] = []
-    findings, _ = _walk(
+    findings, values = _walk(
         graph,
         points,
         max_elements,
@@ -119,6 +124,7 @@ def check_graph(
         undecided=undecided,
         collect=records,
     )
+    findings += runtime_deviations(graph, values, target)
     domain = solve_domain(graph, records, bind_expressions(points, graph.expressions))
     domain = replace(domain, undecided=_not_decided(unmodelled, unchecked, undecided))
     if domain.empty_at and not any(f.severity is Severity.ERROR for f in findings):

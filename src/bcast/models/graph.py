@@ -217,7 +217,7 @@ class Finding:
         A stable identifier: ``incompatible``, ``conditional``, ``unidirectional``,
         ``size``, ``pdpd-default-axis``, ``axes-mapping-duplicates``,
         ``pdpd-trailing-ones``, ``pdpd-one-against-zero``, ``peer-rejects``,
-        ``not-checked``.
+        ``not-checked``, ``runtime-deviation`` (``--target``).
     node, op : str
     inputs : tuple of (str, Shape)
         The broadcast operands: value name and shape.
