@@ -125,3 +125,53 @@ def test_the_target_of_a_pyproject_table_applies_and_the_command_line_wins(
     (tmp_path / "pyproject.toml").write_text('[tool.bcast]\ntarget = "tvm"\n')
     result = CliRunner().invoke(main, ["check", path])
     assert result.exit_code == 2 and "target takes" in result.output
+
+
+def _node_ir(
+    tmp_path: Path,
+    op: str,
+    inputs: list[np.ndarray],
+    attrs: dict[str, Any],
+    *,
+    dynamic: bool = False,
+) -> str:
+    shapes = [ov.PartialShape([-1] * x.ndim) if dynamic else list(x.shape) for x in inputs]
+    params = [
+        ov.opset13.parameter(shape, x.dtype, name=f"in{k}")
+        for k, (shape, x) in enumerate(zip(shapes, inputs, strict=True))
+    ]
+    node = NodeFactory("opset13").create(op, [p.output(0) for p in params], attrs)
+    node.set_friendly_name(op.lower())
+    path = tmp_path / f"{op}_{len(list(tmp_path.iterdir()))}.xml"
+    ov.save_model(ov.Model([node], params, op), path)
+    return str(path)
+
+
+SELECT_PDPD = {"auto_broadcast": "pdpd", "auto_broadcast.auto_broadcast_axis": -1}
+
+
+def test_a_pdpd_select_condition_with_a_trailing_one_is_told_and_misread(tmp_path: Path) -> None:
+    then = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    other = np.array([-1, -2, -3, -4], np.float32)
+    short = np.array([[True], [False], [True]])  # [3,1] at then's axis 1
+    want = np.where(short.reshape(1, 3, 1), then, other)
+    for dynamic in (True, False):  # shapes decided at run time: misread; static: read right
+        path = _node_ir(tmp_path, "Select", [short, then, other], SELECT_PDPD, dynamic=dynamic)
+        assert _openvino_runs_as_the_spec(path, [short, then, other], want) is not dynamic
+        assert len(_deviations(path, "--target", "openvino")) == int(dynamic)
+    full = np.arange(24).reshape(2, 3, 4) % 3 == 0  # the whole shape: read right
+    path = _node_ir(tmp_path, "Select", [full, then, other], SELECT_PDPD, dynamic=True)
+    assert _openvino_runs_as_the_spec(path, [full, then, other], np.where(full, then, other))
+    assert _deviations(path, "--target", "openvino") == []
+
+
+def test_fake_quantize_limits_of_a_higher_rank_than_x_are_told_and_fail(tmp_path: Path) -> None:
+    x = np.array([0.25, 0.75, 1.25, 1.75], np.float32)
+    attrs = {"levels": 5, "auto_broadcast": "numpy"}
+    for low_shape, told in (((2, 4), True), ((4,), False)):
+        low, high = np.zeros(low_shape, np.float32), np.full(low_shape, 2.0, np.float32)
+        inputs = [x, low, high, np.zeros((), np.float32), np.full((), 4.0, np.float32)]
+        path = _node_ir(tmp_path, "FakeQuantize", inputs, attrs)
+        ours = bcast.ops.fake_quantize(*inputs, levels=5)
+        assert _openvino_runs_as_the_spec(path, inputs, ours) is not told
+        assert bool(_deviations(path, "--target", "openvino")) is told

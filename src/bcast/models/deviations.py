@@ -77,12 +77,15 @@ def _eltwise_infer(node: Node, operands: Operands) -> str | None:
 def _select_mask(node: Node, operands: Operands) -> str | None:
     if node.mode is not Mode.PDPD or not operands:
         return None
-    condition = operands[0][1]
-    if condition.rank is None or not condition.rank or not condition.dims[-1].definitely_one():
+    condition, then = operands[0][1], operands[1][1] if len(operands) > 1 else Shape.dynamic()
+    if condition.rank is None or then.rank is None or not 0 < condition.rank < then.rank:
         return None
+    if not condition.dims[-1].maybe_one() or all(s.is_static for _, s in operands):
+        return None  # with every shape static at compile time the plugin reads it right
     return (
-        f"OpenVINO's CPU plugin reads a pdpd Select's condition {condition} with a trailing "
-        f"1 as another mask (rows from the wrong branch). See {_DOCS}"
+        f"OpenVINO's CPU plugin reads a pdpd Select's condition {condition} (of a lower rank "
+        "than its then, ending in a dim that is or may be 1) as another mask when the shapes "
+        f"are decided at run time: rows from the wrong branch. See {_DOCS}"
     )
 
 
