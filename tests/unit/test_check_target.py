@@ -175,3 +175,35 @@ def test_fake_quantize_limits_of_a_higher_rank_than_x_are_told_and_fail(tmp_path
         ours = bcast.ops.fake_quantize(*inputs, levels=5)
         assert _openvino_runs_as_the_spec(path, inputs, ours) is not told
         assert bool(_deviations(path, "--target", "openvino")) is told
+
+
+_SCALAR = """
+import sys
+import numpy as np
+import openvino as ov
+data = ov.opset13.parameter([], np.float32, name="data")
+target = ov.opset13.constant(np.array([], np.int64))
+node = ov.opset13.broadcast(data, target, broadcast_spec=sys.argv[2])
+node.set_friendly_name("to_scalar")
+ov.save_model(ov.Model([node], [data], "m"), sys.argv[1])
+if sys.argv[3] == "run":
+    ov.Core().compile_model(sys.argv[1], "CPU")([np.array(3.0, np.float32)])
+"""
+
+
+@pytest.mark.parametrize("spec", ["numpy", "bidirectional"])
+def test_a_scalar_broadcast_to_a_scalar_target_is_told_and_crashes_openvino(
+    tmp_path: Path, spec: str
+) -> None:
+    import subprocess
+    import sys
+
+    path = str(tmp_path / f"{spec}.xml")
+    made = subprocess.run([sys.executable, "-c", _SCALAR, path, spec, "save"], timeout=120)
+    assert made.returncode == 0
+    (finding,) = _deviations(path, "--target", "openvino")
+    assert finding["node"] == "to_scalar" and "segmentation fault" in finding["reason"]
+    ran = subprocess.run(  # in a child: the CPU plugin's crash must not take pytest with it
+        [sys.executable, "-c", _SCALAR, path, spec, "run"], capture_output=True, timeout=120
+    )
+    assert ran.returncode < 0  # killed by a signal (SIGSEGV)
