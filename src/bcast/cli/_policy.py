@@ -27,7 +27,7 @@ import click
 from bcast.models.baseline import FAIL_ON, Baseline, read_baseline
 from bcast.models.deviations import TARGETS
 
-from ._model_options import DimBinding, dim_text, parse_binding
+from ._model_options import DimBinding, parse_binding
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -215,12 +215,3 @@ def policy_options(function: Any) -> Any:
         "only new findings fail.",
     )(function)
     return fail_on_option(function)
-
-
-def dims_note(dims: Mapping[str, int | tuple[int, int | None]]) -> str:
-    """Write dims as ``--dim`` options (for messages).
-
-    >>> dims_note({"seq": (1, 512), "batch": 4})
-    '--dim seq=1..512 --dim batch=4'
-    """
-    return " ".join(f"--dim {k}={dim_text(v)}" for k, v in dims.items())
