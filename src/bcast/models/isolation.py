@@ -84,11 +84,18 @@ def tree_resident() -> int | None:
     >>> used is None or used > 0
     True
     """
+    return _with_worker(_worker.process.pid if _worker is not None and _worker.alive() else None)
+
+
+def _with_worker(pid: int | None) -> int | None:
+    """Return the resident bytes of this process and process ``pid`` (None: no /proc)."""
     own = _resident("self")
     if own is None:
         return None
-    worker = _worker.process.pid if _worker is not None and _worker.alive() else None
-    return own + ((_resident(worker) or 0) if worker is not None else 0)
+    return own + ((_resident(pid) or 0) if pid is not None else 0)
+
+
+_WATCHED: Final = _resident("self") is not None  # /proc tells resident memory here
 
 
 def default_max_memory() -> int:
@@ -232,7 +239,7 @@ class _Worker:
 
     def _read(self, size: int, timeout: float | None) -> bytes | None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        watched = self.memory is not None and tree_resident() is not None
+        watched = self.memory is not None and _WATCHED
         chunks: list[bytes] = []
         while size:
             wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
@@ -257,8 +264,8 @@ class _Worker:
 
     def _over(self) -> bool:
         """Tell whether this process and the worker together hold more than the limit."""
-        own, worker = _resident("self"), _resident(self.process.pid)
-        return self.memory is not None and (own or 0) + (worker or 0) > self.memory
+        used = _with_worker(self.process.pid)
+        return self.memory is not None and used is not None and used > self.memory
 
     def _died(self, timeout: float | None) -> tuple[str, Any]:
         if self.overrun:
