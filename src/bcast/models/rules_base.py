@@ -103,8 +103,6 @@ def broadcasting(node: Node) -> bool:
 RuleFunction = Callable[[Node, Operands], Outcome]
 """An operator's rule: the node and its input shapes to its `Outcome`."""
 
-_NAMED: Final = 24  # a value's name in a picture is cut to this
-
 
 def attr(node: Node, name: str, default: int) -> int:
     """Return the node's integer attribute ``name`` (``default`` when absent or a list).
