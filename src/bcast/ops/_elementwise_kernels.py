@@ -12,21 +12,9 @@ import numpy as np
 
 from bcast.engine import Kernel
 from bcast.ops._dtypes import FLOAT
-from bcast.ops._kernels import BINARY
+from bcast.ops._kernels import readable, ufunc_kernel
 
 __all__ = ["KERNELS", "bit_shift_kernel", "mod_kernel", "zero_divisor_check"]
-
-
-def _ufunc(numpy_name: str, array_api_name: str) -> Kernel:
-    ufunc = getattr(np, numpy_name)
-
-    def run_numpy(out: Any, a: Any, b: Any) -> None:
-        ufunc(a, b, out=out)
-
-    def run_generic(xp: Any, a: Any, b: Any) -> Any:
-        return getattr(xp, array_api_name)(a, b)
-
-    return Kernel(run_numpy, run_generic, single_pass=True, ufunc=ufunc)
 
 
 def _squared_difference_numpy(out: Any, a: Any, b: Any) -> None:
@@ -40,30 +28,18 @@ def _squared_difference_generic(xp: Any, a: Any, b: Any) -> Any:
 
 
 KERNELS: Final[dict[str, Kernel]] = {
-    "bitwise_and": _ufunc("bitwise_and", "bitwise_and"),
-    "bitwise_or": _ufunc("bitwise_or", "bitwise_or"),
-    "bitwise_xor": _ufunc("bitwise_xor", "bitwise_xor"),
-    "greater_or_equal": _ufunc("greater_equal", "greater_equal"),
-    "less_or_equal": _ufunc("less_equal", "less_equal"),
-    "not_equal": _ufunc("not_equal", "not_equal"),
-    "equal": BINARY["equal"],
+    "bitwise_and": ufunc_kernel("bitwise_and", "bitwise_and"),
+    "bitwise_or": ufunc_kernel("bitwise_or", "bitwise_or"),
+    "bitwise_xor": ufunc_kernel("bitwise_xor", "bitwise_xor"),
+    "greater_or_equal": ufunc_kernel("greater_equal", "greater_equal"),
+    "less_or_equal": ufunc_kernel("less_equal", "less_equal"),
+    "not_equal": ufunc_kernel("not_equal", "not_equal"),
     "squared_difference": Kernel(_squared_difference_numpy, _squared_difference_generic, passes=2),
 }
 """Kernels of the operators that need no attribute to pick one."""
 
 
 # -- Mod -------------------------------------------------------------------------------------
-
-
-def _readable(x: Any) -> bool:
-    """Whether the values of ``x`` can be read now (not a JAX tracer, not a lazy array)."""
-    from array_api_compat import is_jax_array, is_lazy_array
-
-    if is_jax_array(x):
-        import jax
-
-        return not isinstance(x, jax.core.Tracer)
-    return not is_lazy_array(x)
 
 
 def zero_divisor_check(op: str) -> Any:
@@ -102,7 +78,7 @@ def mod_kernel(fmod: int, name: str) -> Kernel:
         ufunc(a, b, out=out)
 
     def run_generic(xp: Any, a: Any, b: Any) -> Any:
-        if integer and _readable(b) and bool(xp.any(b == 0)):
+        if integer and readable(b) and bool(xp.any(b == 0)):
             raise ZeroDivisionError("mod: integer modulo by zero")
         return _fmod_generic(xp, a, b) if fmod else xp.remainder(a, b)
 

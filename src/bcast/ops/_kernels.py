@@ -27,11 +27,14 @@ __all__ = [
     "PRELU",
     "WHERE",
     "gemm_kernel",
+    "readable",
+    "ufunc_kernel",
     "variadic_kernel",
 ]
 
 
-def _ufunc(numpy_name: str, array_api_name: str, compiled: str | None = None) -> Kernel:
+def ufunc_kernel(numpy_name: str, array_api_name: str, compiled: str | None = None) -> Kernel:
+    """Return the kernel that is one ufunc of two operands (NumPy name, array-API name)."""
     ufunc = getattr(np, numpy_name)
 
     def run_numpy(out: Any, a: Any, b: Any) -> None:
@@ -44,27 +47,27 @@ def _ufunc(numpy_name: str, array_api_name: str, compiled: str | None = None) ->
 
 
 BINARY: Final[dict[str, Kernel]] = {
-    "add": _ufunc("add", "add", "add"),
-    "sub": _ufunc("subtract", "subtract", "sub"),
-    "mul": _ufunc("multiply", "multiply", "mul"),
-    "equal": _ufunc("equal", "equal", "equal"),
-    "greater": _ufunc("greater", "greater", "greater"),
-    "less": _ufunc("less", "less", "less"),
-    "and_": _ufunc("logical_and", "logical_and", "and_"),
-    "or_": _ufunc("logical_or", "logical_or", "or_"),
-    "xor": _ufunc("logical_xor", "logical_xor", "xor"),
-    "max": _ufunc("maximum", "maximum"),
-    "min": _ufunc("minimum", "minimum"),
+    "add": ufunc_kernel("add", "add", "add"),
+    "sub": ufunc_kernel("subtract", "subtract", "sub"),
+    "mul": ufunc_kernel("multiply", "multiply", "mul"),
+    "equal": ufunc_kernel("equal", "equal", "equal"),
+    "greater": ufunc_kernel("greater", "greater", "greater"),
+    "less": ufunc_kernel("less", "less", "less"),
+    "and_": ufunc_kernel("logical_and", "logical_and", "and_"),
+    "or_": ufunc_kernel("logical_or", "logical_or", "or_"),
+    "xor": ufunc_kernel("logical_xor", "logical_xor", "xor"),
+    "max": ufunc_kernel("maximum", "maximum"),
+    "min": ufunc_kernel("minimum", "minimum"),
 }
 """The operators that are one ufunc of two operands with the output dtype of the table."""
 
-FLOAT_DIV: Final = _ufunc("divide", "divide", "div")
+FLOAT_DIV: Final = ufunc_kernel("divide", "divide", "div")
 
 
 # -- integer Div: truncation toward zero (ONNX Div: "truncating division") --------------------
 
 
-def _readable(x: Any) -> bool:
+def readable(x: Any) -> bool:
     """Tell whether ``x``'s values can be read now, to check them before computing.
 
     Not for Dask arrays (reading computes the graph; bcast.arrays.dask checks each block as it is
@@ -98,9 +101,9 @@ def _int_div_numpy(out: Any, a: Any, b: Any) -> None:
 
 
 def _int_div_generic(xp: Any, a: Any, b: Any) -> Any:
-    # No check under jax.jit (see `_readable`): there a zero divisor gives what JAX's
+    # No check under jax.jit (see `readable`): there a zero divisor gives what JAX's
     # floor_divide gives, corrected toward zero.
-    if _readable(b) and bool(xp.any(b == 0)):
+    if readable(b) and bool(xp.any(b == 0)):
         raise _zero_divisor("div")
     quotient = xp.floor_divide(a, b)
     fix = (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))
@@ -212,7 +215,7 @@ def _int_pow_numpy(out: Any, a: Any, b: Any) -> None:
 
 
 def _int_pow_generic(xp: Any, a: Any, b: Any) -> Any:
-    # No check under jax.jit (see `_readable`): there 0 to a negative power gives 0.
+    # No check under jax.jit (see `readable`): there 0 to a negative power gives 0.
     # Operands of one dtype stay in it (a power wraps the same in any width at least the
     # base's; and JAX without x64 has no int64); mixed ones meet in int64.
     if a.dtype == b.dtype:
@@ -222,7 +225,7 @@ def _int_pow_generic(xp: Any, a: Any, b: Any) -> Any:
     if b.dtype == xp.uint64:
         exponent = _uint64_exponent(xp, exponent)
     negative = exponent < 0
-    if _readable(a) and _readable(b) and bool(xp.any((wide == 0) & negative)):
+    if readable(a) and readable(b) and bool(xp.any((wide == 0) & negative)):
         raise _zero_to_negative("pow")
     zero = xp.zeros_like(exponent)
     result = xp.pow(wide, xp.where(negative, zero, exponent))
