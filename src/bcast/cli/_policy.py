@@ -93,6 +93,16 @@ def _config_dims(source: str, value: object) -> dict[str, int | tuple[int, int |
     return out
 
 
+def _table_fail_on(source: str, table: Mapping[str, Any]) -> str:
+    """Return the table's ``fail-on`` (warning when it has none); ValueError naming the file."""
+    said = table.get("fail-on", "warning")
+    if said not in FAIL_ON:
+        raise ValueError(
+            f"{source}: [tool.bcast] fail-on takes {', '.join(FAIL_ON)}; got {said!r:.40}"
+        )
+    return str(said)
+
+
 def resolve_policy(
     fail_on: str | None,
     baseline: str | None,
@@ -119,11 +129,7 @@ def resolve_policy(
                 f"{source}: [tool.bcast] has no setting {unknown[0]!r:.40} "
                 f"(it takes {', '.join(_KEYS)})"
             )
-        said = table.get("fail-on", "warning")
-        if said not in FAIL_ON:
-            raise ValueError(
-                f"{source}: [tool.bcast] fail-on takes {', '.join(FAIL_ON)}; got {said!r:.40}"
-            )
+        said = _table_fail_on(source, table)  # checked even where --fail-on wins
         fail_on = fail_on or said
         if baseline is None and "baseline" in table:
             if not isinstance(table["baseline"], str):
@@ -179,12 +185,7 @@ def configured_fail_on(fail_on: str | None, *, start: str | os.PathLike[str] | N
     if fail_on:
         return fail_on.lower()
     source, table = find_settings(start)
-    said = table.get("fail-on", "warning") if source is not None else "warning"
-    if said not in FAIL_ON:
-        raise ValueError(
-            f"{source}: [tool.bcast] fail-on takes {', '.join(FAIL_ON)}; got {said!r:.40}"
-        )
-    return str(said)
+    return _table_fail_on(source, table) if source is not None else "warning"
 
 
 def fail_on_option(function: Any) -> Any:
