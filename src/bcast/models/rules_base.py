@@ -31,6 +31,7 @@ __all__ = [
     "Operands",
     "Outcome",
     "RuleFunction",
+    "at",
     "ceil_div",
     "dims_of",
     "equal",
@@ -102,6 +103,14 @@ def broadcasting(node: Node) -> bool:
 
 RuleFunction = Callable[[Node, Operands], Outcome]
 """An operator's rule: the node and its input shapes to its `Outcome`."""
+
+
+_DYNAMIC: Final = Shape.dynamic()
+
+
+def at(shapes: Operands, index: int) -> Shape:
+    """Return input ``index``'s shape (unknown rank when the node has fewer inputs)."""
+    return shapes[index] if index < len(shapes) else _DYNAMIC
 
 
 def attr(node: Node, name: str, default: int) -> int:

@@ -34,6 +34,7 @@ from bcast.models.rules_base import (
     Operands,
     Outcome,
     RuleFunction,
+    at,
     attr,
     ceil_div,
     dims_of,
@@ -47,19 +48,14 @@ from bcast.models.rules_quant import MICROSOFT_QUANT_RULES, QUANT_RULES, one_ele
 __all__ = ["MICROSOFT", "MICROSOFT_RULES", "OUTPUT_TYPE_FROM"]
 
 MICROSOFT: Final = "com.microsoft"
-_DYNAMIC: Final = Shape.dynamic()
 _ORT: Final = "onnxruntime refuses the node: "
-
-
-def _at(shapes: Operands, index: int) -> Shape:
-    return shapes[index] if index < len(shapes) else _DYNAMIC
 
 
 def _given(node: Node, shapes: Operands, index: int) -> Shape | None:
     """Return input ``index``'s shape when the node has it and its rank is known."""
     if index >= len(node.inputs) or not node.inputs[index]:
         return None
-    shape = _at(shapes, index)
+    shape = at(shapes, index)
     return shape if shape.rank is not None else None
 
 
@@ -71,7 +67,7 @@ def _to_last(
     node: Node, shapes: Operands, x: int, roles: tuple[tuple[int, str], ...]
 ) -> list[Constraint]:
     """Each input of ``roles`` is a 1-D vector as long as input ``x``'s last dim."""
-    width = last(_at(shapes, x))
+    width = last(at(shapes, x))
     found = []
     for index, role in roles:
         shape = _given(node, shapes, index)
@@ -85,7 +81,7 @@ def _bias_last(node: Node, shapes: Operands) -> Outcome:
     """BiasGelu, FastGelu, BiasAdd: a bias as long as the input's last dim."""
     found = _to_last(node, shapes, 0, ((1, "bias"),))
     skip = _given(node, shapes, 2) if node.op == "BiasAdd" else None
-    x = _at(shapes, 0)
+    x = at(shapes, 0)
     if skip is not None and x.rank is not None:
         found.append(
             equal("input", x, "skip", skip, f"BiasAdd skip must have the input's shape; {_ORT}")
@@ -95,13 +91,13 @@ def _bias_last(node: Node, shapes: Operands) -> Outcome:
 
 def _same_shape(node: Node, shapes: Operands) -> Outcome:
     """Gelu, QuickGelu: element-wise, the output is the input's shape."""
-    x = _at(shapes, 0)
+    x = at(shapes, 0)
     return Outcome((), x if x.rank is not None else None)
 
 
 def _skip_norm(node: Node, shapes: Operands) -> Outcome:
     """SkipLayerNormalization, SkipSimplifiedLayerNormalization."""
-    x, skip = _at(shapes, 0), _given(node, shapes, 1)
+    x, skip = at(shapes, 0), _given(node, shapes, 1)
     roles: tuple[tuple[int, str], ...] = ((2, "gamma"), (3, "beta"), (4, "bias"))
     if node.op == "SkipSimplifiedLayerNormalization":
         roles = ((2, "gamma"), (3, "bias"))
@@ -115,7 +111,7 @@ def _skip_norm(node: Node, shapes: Operands) -> Outcome:
 
 def _embed_norm(node: Node, shapes: Operands) -> Outcome:
     """EmbedLayerNormalization: ids [B,S], embeddings [*, H], the sequence within positions."""
-    ids, word, position = _at(shapes, 0), _at(shapes, 2), _at(shapes, 3)
+    ids, word, position = at(shapes, 0), at(shapes, 2), at(shapes, 3)
     found: list[Constraint] = []
     limits = []
     hidden = last(word)
@@ -152,7 +148,7 @@ def _heads(node: Node, hidden: Dim | None, what: str) -> list[tuple[int | None, 
 
 def _attention(node: Node, shapes: Operands) -> Outcome:
     """Attention and QAttention: input [B,S,H_in] times weights [H_in, q+k+v] plus bias."""
-    x, weights, bias = _at(shapes, 0), _at(shapes, 1), _given(node, shapes, 2)
+    x, weights, bias = at(shapes, 0), at(shapes, 1), _given(node, shapes, 2)
     if x.rank != 3 or weights.rank != 2:
         why = f"{node.op} needs an input of rank 3 and weights of rank 2, not {x} and {weights}"
         known = x.rank is not None and weights.rank is not None
@@ -195,7 +191,7 @@ def _attention(node: Node, shapes: Operands) -> Outcome:
 
 def _multi_head(node: Node, shapes: Operands) -> Outcome:
     """MultiHeadAttention with query [B,S,D], key [B,L,D] and value [B,L,D_v]."""
-    q, k, v = _at(shapes, 0), _given(node, shapes, 1), _given(node, shapes, 2)
+    q, k, v = at(shapes, 0), _given(node, shapes, 1), _given(node, shapes, 2)
     errors = _heads(node, last(q), "the query hidden size") if q.rank == 3 else []
     if q.rank != 3 or k is None or v is None or k.rank != 3 or v.rank != 3:
         return Outcome(errors=tuple(errors))  # packed or BNSH layouts: output left unknown
@@ -216,7 +212,7 @@ def _multi_head(node: Node, shapes: Operands) -> Outcome:
 
 def _group_query(node: Node, shapes: Operands) -> Outcome:
     """GroupQueryAttention: query [B,S,N*H], key and value [B,S,N_kv*H], past [B,N_kv,P,H]."""
-    q = _at(shapes, 0)
+    q = at(shapes, 0)
     heads, kv_heads = attr(node, "num_heads", 0), attr(node, "kv_num_heads", 0)
     errors: list[tuple[int | None, str]] = []
     if heads > 0 and kv_heads > 0 and heads % kv_heads:
@@ -273,7 +269,7 @@ def _group_query(node: Node, shapes: Operands) -> Outcome:
 
 def _nbits(node: Node, shapes: Operands) -> Outcome:
     """MatMulNBits: A [..., K] times B quantized in blocks [N, K/block, block*bits/8]."""
-    a, b = _at(shapes, 0), _at(shapes, 1)
+    a, b = at(shapes, 0), at(shapes, 1)
     k, n = attr(node, "K", 0), attr(node, "N", 0)
     bits, block = attr(node, "bits", 4), attr(node, "block_size", 0)
     if a.rank is None or a.rank < 1 or k <= 0 or n <= 0 or block <= 0:
@@ -325,7 +321,7 @@ def _nbits(node: Node, shapes: Operands) -> Outcome:
 
 def _rotary(node: Node, shapes: Operands) -> Outcome:
     """RotaryEmbedding (com.microsoft): cos and sin caches alike, half a head wide."""
-    x, cos, sin = _at(shapes, 0), _given(node, shapes, 2), _given(node, shapes, 3)
+    x, cos, sin = at(shapes, 0), _given(node, shapes, 2), _given(node, shapes, 3)
     found = []
     if cos is not None and sin is not None:
         found.append(
@@ -356,7 +352,7 @@ def _rotary(node: Node, shapes: Operands) -> Outcome:
 
 def _qlinear_binary(node: Node, shapes: Operands) -> Outcome:
     """QLinearAdd, QLinearMul: A and B broadcast as numpy's; scales of one element."""
-    a, b = _at(shapes, 0), _at(shapes, 3)
+    a, b = at(shapes, 0), at(shapes, 3)
     errors = []
     for index, role in ((1, "A_scale"), (4, "B_scale"), (6, "C_scale")):
         shape = _given(node, shapes, index)
@@ -375,7 +371,7 @@ def _qlinear_binary(node: Node, shapes: Operands) -> Outcome:
 
 def _matmul(node: Node, shapes: Operands) -> Outcome:
     """FusedMatMul (transA, transB) and DynamicQuantizeMatMul: MatMul's shape rule."""
-    a, b = _at(shapes, 0), _at(shapes, 1)
+    a, b = at(shapes, 0), at(shapes, 1)
     if attr(node, "transBatchA", 0) or attr(node, "transBatchB", 0):
         return Outcome()
     if a.rank is None or b.rank is None or a.rank < 2 or b.rank < 2:

@@ -39,6 +39,7 @@ from bcast.models.rules_base import (
     Operands,
     Outcome,
     RuleFunction,
+    at,
     attr,
     ceil_div,
     dims_of,
@@ -48,12 +49,6 @@ from bcast.models.rules_base import (
 )
 
 __all__ = ["MICROSOFT_QUANT_RULES", "QUANT_RULES", "one_element"]
-
-_DYNAMIC: Final = Shape.dynamic()
-
-
-def _at(shapes: Operands, index: int) -> Shape:
-    return shapes[index] if index < len(shapes) else _DYNAMIC
 
 
 def _given(node: Node, index: int) -> bool:
@@ -78,7 +73,7 @@ def _scalar_errors(node: Node, shapes: Operands, roles: dict[int, str]) -> list[
     errors = []
     for index, role in roles.items():
         if _given(node, index):
-            shape = _at(shapes, index)
+            shape = at(shapes, index)
             if one_element(shape) is False:
                 errors.append(
                     (None, f"{node.op} {role} {shape} must hold one element (per tensor)")
@@ -88,7 +83,7 @@ def _scalar_errors(node: Node, shapes: Operands, roles: dict[int, str]) -> list[
 
 def _linear(node: Node, shapes: Operands) -> Outcome:
     """QuantizeLinear / DequantizeLinear: the scale per tensor, per axis or per block."""
-    x, scale, zero = _at(shapes, 0), _at(shapes, 1), _at(shapes, 2)
+    x, scale, zero = at(shapes, 0), at(shapes, 1), at(shapes, 2)
     if x.rank is None or scale.rank is None:
         return Outcome()
     constraints: list[Constraint] = []
@@ -125,21 +120,21 @@ def _linear(node: Node, shapes: Operands) -> Outcome:
 
 def _qlinear_conv(node: Node, shapes: Operands) -> Outcome:
     """QLinearConv: w_scale and w_zero_point per output channel, the bias of M elements."""
-    w = _at(shapes, 3)
+    w = at(shapes, 3)
     errors = _scalar_errors(node, shapes, {1: "x_scale", 2: "x_zero_point", 6: "y_scale"})
     if w.rank is None or w.rank < 1:
         return Outcome(errors=tuple(errors))
     channels = dims_of(w.dims[0])
     constraints = []
     for index, role in ((4, "w_scale"), (5, "w_zero_point")):
-        shape = _at(shapes, index)
+        shape = at(shapes, index)
         if _given(node, index) and shape.rank is not None:
             context = (
                 f"QLinearConv {role} {shape} must hold one element or one per output channel "
                 f"(M = {w.dims[0]}); onnxruntime refuses the node: "
             )
             constraints.append(one_way("M", channels, role, shape, context))
-    bias = _at(shapes, 8)
+    bias = at(shapes, 8)
     if _given(node, 8) and bias.rank is not None:
         context = f"QLinearConv bias {bias} needs one element per output channel (M): "
         constraints.append(equal("M", channels, "B", bias, context))
@@ -148,7 +143,7 @@ def _qlinear_conv(node: Node, shapes: Operands) -> Outcome:
 
 def _qlinear_matmul(node: Node, shapes: Operands) -> Outcome:
     """QLinearMatMul: a_scale per tensor or per row of a, b_scale per column of b."""
-    a, b = _at(shapes, 0), _at(shapes, 3)
+    a, b = at(shapes, 0), at(shapes, 3)
     errors = _scalar_errors(node, shapes, {6: "y_scale"})
     constraints = []
     for index, role, dim, what in (
@@ -157,7 +152,7 @@ def _qlinear_matmul(node: Node, shapes: Operands) -> Outcome:
         (4, "b_scale", last(b), "column of b"),
         (5, "b_zero_point", last(b), "column of b"),
     ):
-        shape = _at(shapes, index)
+        shape = at(shapes, index)
         if dim is None or shape.rank is None or not _given(node, index):
             continue
         context = (
@@ -174,7 +169,7 @@ def _qlinear_matmul(node: Node, shapes: Operands) -> Outcome:
 
 def _conv_bias(node: Node, shapes: Operands) -> Outcome:
     """Conv / ConvTranspose: the bias holds one element per output channel."""
-    w, bias = _at(shapes, 1), _at(shapes, 2)
+    w, bias = at(shapes, 1), at(shapes, 2)
     if not _given(node, 2) or w.rank is None or w.rank < 2 or bias.rank is None:
         return Outcome()
     if node.op == "ConvTranspose":
@@ -195,7 +190,7 @@ def _fake_quantize(node: Node, shapes: Operands) -> Outcome:
     """OpenVINO FakeQuantize: the four limits broadcast onto X by ``auto_broadcast``."""
     named = ("X", "input_low", "input_high", "output_low", "output_high")
     operands = tuple(
-        ((node.inputs[i] if _given(node, i) else "") or named[i], _at(shapes, i)) for i in range(5)
+        ((node.inputs[i] if _given(node, i) else "") or named[i], at(shapes, i)) for i in range(5)
     )
     mode = node.mode or Mode.NUMPY
     context = f"FakeQuantize limits broadcast onto X ({mode.value}): "
@@ -212,7 +207,7 @@ def _fake_quantize(node: Node, shapes: Operands) -> Outcome:
 
 def _qgemm(node: Node, shapes: Operands) -> Outcome:
     """QGemm (com.microsoft): Gemm's (M, N) with b_scale per column and C one way to it."""
-    a, b = _at(shapes, 0), _at(shapes, 3)
+    a, b = at(shapes, 0), at(shapes, 3)
     if a.rank != 2 or b.rank != 2:
         return Outcome()
     m, k_a = (a.dims[1], a.dims[0]) if attr(node, "transA", 0) else (a.dims[0], a.dims[1])
@@ -220,14 +215,14 @@ def _qgemm(node: Node, shapes: Operands) -> Outcome:
     context = f"QGemm: A {a} and B {b} must agree on K; onnxruntime refuses the node: "
     constraints = [equal("A's K", dims_of(k_a), "B's K", dims_of(k_b), context)]
     for index, role in ((4, "b_scale"), (5, "b_zero_point")):
-        shape = _at(shapes, index)
+        shape = at(shapes, index)
         if _given(node, index) and shape.rank is not None:
             context = (
                 f"QGemm {role} {shape} must hold one element or one per column of B (N = {n}); "
                 "onnxruntime refuses the node: "
             )
             constraints.append(one_way("N", dims_of(n), role, shape, context))
-    c = _at(shapes, 6)
+    c = at(shapes, 6)
     if _given(node, 6) and c.rank is not None:
         context = f"QGemm C {c} must broadcast unidirectionally to (M, N): "
         constraints.append(one_way("(M,N)", Shape((m, n)), "C", c, context))
@@ -237,7 +232,7 @@ def _qgemm(node: Node, shapes: Operands) -> Outcome:
 
 def _qlinear_pool(node: Node, shapes: Operands) -> Outcome:
     """QLinearGlobalAveragePool (com.microsoft): one value per channel, NCHW or NHWC."""
-    x = _at(shapes, 0)
+    x = at(shapes, 0)
     if x.rank is None or x.rank < 3:
         return Outcome()
     ones = [Dim(1)] * (x.rank - 2)
@@ -249,7 +244,7 @@ def _qlinear_pool(node: Node, shapes: Operands) -> Outcome:
 
 def _same_shape(node: Node, shapes: Operands) -> Outcome:
     """QLinearSigmoid, QLinearLeakyRelu (com.microsoft): element-wise, scales of one element."""
-    x = _at(shapes, 0)
+    x = at(shapes, 0)
     errors = _scalar_errors(node, shapes, {1: "X_scale", 3: "Y_scale"})
     return Outcome((), x if x.rank is not None else None, errors=tuple(errors))
 
