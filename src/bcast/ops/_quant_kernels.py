@@ -11,6 +11,7 @@ from typing import Any, Final
 import numpy as np
 
 from bcast.engine import Kernel
+from bcast.ops._dtypes import FLOAT8, NARROW
 
 __all__ = [
     "INTEGER_RANGES",
@@ -32,13 +33,8 @@ INTEGER_RANGES: Final = {
 }
 """QuantizeLinear's saturation range of each integer output type (the operator text)."""
 
-FLOAT8_SATURATING: Final = frozenset(
-    {"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"}
-)
-_ML_DTYPES: Final = frozenset(
-    {"int4", "uint4", "int2", "uint2", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn",
-     "float8_e8m0fnu", "bfloat16"} | FLOAT8_SATURATING
-)  # fmt: skip
+_ML_DTYPES: Final = NARROW | {"float8_e8m0fnu", "bfloat16"}
+"""The dtype names that are ``ml_dtypes``' (the narrow ONNX types, e8m0 scales, bfloat16)."""
 
 
 def narrow_dtype(name: str) -> np.dtype[Any]:
@@ -84,7 +80,7 @@ def quantize_kernel(out_name: str, *, saturate: bool) -> Kernel:
             low, high = INTEGER_RANGES[out_name]
             np.clip(q, low, high, out=q)
             np.copyto(q, low, where=np.isnan(q))  # NaN: the low end, as both ONNX peers
-        elif saturate and out_name in FLOAT8_SATURATING:
+        elif saturate and out_name in FLOAT8:
             import ml_dtypes
 
             big = float(ml_dtypes.finfo(target).max)  # type: ignore[no-untyped-call]
