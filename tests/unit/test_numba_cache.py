@@ -107,14 +107,14 @@ def test_parallel_warm_keeps_every_kernel_of_every_process(tmp_path):
     # two processes compile walkers of one function into one index file, under the lock
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "BCAST_"))}
     env["BCAST_CACHE_DIR"] = str(tmp_path)
-    warm = [sys.executable, "-m", "bcast.engine.warm", "--ops", "xor,and_,or_"]
+    warm = [sys.executable, "-m", "bcast.engine.warm", "--ops", "xor,and_"]
     done = subprocess.run(
         [*warm, "--jobs", "2"], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1].startswith("3 of 3 kernels ready")
+    assert done.stdout.splitlines()[-1].startswith("2 of 2 kernels ready")
     (folder,) = (tmp_path / "numba").glob("*/numba_kernels")
-    assert _index_entries(folder, "_walker_of.locals.walk") == 3
+    assert _index_entries(folder, "_walker_of.locals.walk") == 2
     again = subprocess.run([*warm, "--jobs", "1"], env=env, capture_output=True, text=True)
     assert again.returncode == 0
     assert "compiling" not in again.stderr  # every kernel loaded, none compiled again
