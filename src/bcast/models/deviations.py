@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
+from bcast.core.planning import plan
 from bcast.core.shape import Shape
 from bcast.models.graph import Finding, Graph, Node, Severity
 
@@ -40,16 +42,22 @@ class _Deviation:
 
 
 def _pdpd_axis(node: Node, operands: Operands) -> int | None:
-    """Return the axis OpenVINO places B at where it is not right-aligned (None if it is)."""
+    """Return the pdpd axis OpenVINO reads where the plan places B off A's right edge.
+
+    None where B is right-aligned (as NumPy would place it), or where the shapes do not
+    broadcast at all (the check reports that itself).
+    """
     if node.mode is not Mode.PDPD or len(operands) < 2:
         return None
     a, b = operands[0][1], operands[1][1]
     if a.rank is None or b.rank is None:
         return None
     axis = node.axis if node.axis_written else 0  # OpenVINO reads a missing axis as 0
-    if axis == -1 or axis + b.rank == a.rank:
+    try:
+        placed = plan(a, b, mode=Mode.PDPD, axis=axis).alignment[1]
+    except BroadcastError:
         return None
-    return axis
+    return None if placed == tuple(range(a.rank - b.rank, a.rank)) else axis
 
 
 def _axis_lost(node: Node, operands: Operands) -> str | None:
