@@ -9,23 +9,21 @@ operators), are listed as not compared, each with the reason: never left out sil
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 import onnx
 import onnx.inliner
 
-from bcast.models import Node, Subgraph
-from bcast.models.rules_base import NOT_BROADCASTING
+from bcast.models import Node
+from bcast.models.rules_base import broadcasting
 
-__all__ = ["NO_BROADCAST", "OPERATOR", "in_bodies", "inlined"]
+__all__ = ["OPERATOR", "in_bodies", "inlined"]
 
 OPERATOR: Final = (
     "verify runs the broadcasting operators bcast.ops implements; this operator's rule "
     "(scales, biases, com.microsoft shapes) is checked by bcast check only"
 )
-NO_BROADCAST: Final = NOT_BROADCASTING
-"""Operators with a rule (their bias) that are no broadcasting node."""
 
 
 def inlined(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -38,15 +36,16 @@ def inlined(model: onnx.ModelProto) -> onnx.ModelProto:
         return model
 
 
-def in_bodies(sub: Subgraph) -> Iterator[tuple[Node, str]]:
-    """Yield the broadcasting nodes of a body (and of bodies in it), each with the reason."""
-    kind = "function" if not sub.outer_scope else "body"
-    why = (
-        f"in the {kind} {sub.name}: verify runs the main graph's nodes (a body's values "
-        "are not the model's outputs)"
-    )
-    for node in sub.graph.nodes:
-        if node.rule is not None and node.op not in NO_BROADCAST:
-            yield node, why
-        for inner in node.subgraphs:
-            yield from in_bodies(inner)
+def in_bodies(nodes: Iterable[Node]) -> Iterator[tuple[Node, str]]:
+    """Yield the broadcasting nodes in the bodies of ``nodes`` (and deeper), each with why."""
+    for node in nodes:
+        for sub in node.subgraphs:
+            kind = "function" if not sub.outer_scope else "body"
+            why = (
+                f"in the {kind} {sub.name}: verify runs the main graph's nodes (a body's "
+                "values are not the model's outputs)"
+            )
+            for inner in sub.graph.nodes:
+                if broadcasting(inner):
+                    yield inner, why
+                yield from in_bodies((inner,))

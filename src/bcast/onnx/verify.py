@@ -58,6 +58,7 @@ from bcast.models.inputs import (
     random_array,
 )
 from bcast.models.isolation import IsolationError
+from bcast.models.rules_base import broadcasting
 from bcast.models.verification import (
     NO_OPERATOR,
     Comparison,
@@ -72,7 +73,7 @@ from bcast.models.verification import (
 )
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
-from bcast.onnx.coverage import NO_BROADCAST, OPERATOR, in_bodies, inlined
+from bcast.onnx.coverage import OPERATOR, in_bodies, inlined
 from bcast.onnx.one_node import REFERENCE_OPS, check_request, one_node_model, run_reference
 from bcast.onnx.peer import infer_isolated, run_onnxruntime, run_openvino
 from bcast.onnx.probe import Probed, is_open, probe_inputs, with_probe
@@ -148,12 +149,10 @@ def verify_model(
     types = _elem_types(model)
     tensors = _Tensors(_constant_tensors(model), folder, path)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
-    for node in graph.nodes:  # what verify does not run is listed, never left out silently
-        for sub in node.subgraphs:
-            for inner, where in in_bodies(sub):
-                outcome.skip(inner.name, inner.op, Skip.IN_BODY, where)
+    for inner, where in in_bodies(graph.nodes):  # listed, never left out silently
+        outcome.skip(inner.name, inner.op, Skip.IN_BODY, where)
     for index, node in enumerate(graph.nodes):
-        if node.rule is None or node.op in NO_BROADCAST:  # not a broadcasting node
+        if not broadcasting(node):
             continue
         quant = node.op in QUANT_OPS  # an operator rule in check; run here through bcast.ops
         if node.rule is Rule.OPERATOR and not quant:
