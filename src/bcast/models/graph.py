@@ -241,6 +241,15 @@ class Finding:
     reason: str
     picture: tuple[str, ...] = ()
 
+    @property
+    def where(self) -> str:
+        """Say where the finding is: ``add (Add), numpy, axis 1`` (mode and axis if known)."""
+        return ", ".join(
+            [f"{self.node} ({self.op})"]
+            + ([self.mode] if self.mode else [])
+            + ([f"axis {self.axis}"] if self.axis is not None else [])
+        )
+
     def to_json(self) -> dict[str, object]:
         """Return the finding as plain JSON data (shapes in the text form)."""
         return {
@@ -368,12 +377,7 @@ class Report:
         if coverage is not None:
             lines.append(f"  {coverage}")
         for f in self.findings:
-            where = ", ".join(
-                [f"{f.node} ({f.op})"]
-                + ([f.mode] if f.mode else [])
-                + ([f"axis {f.axis}"] if f.axis is not None else [])
-            )
-            lines.append(f"  {f.severity.value}[{f.kind}] {where}")
+            lines.append(f"  {f.severity.value}[{f.kind}] {f.where}")
             if f.inputs:
                 lines.append("    inputs: " + "; ".join(f"{n or '-'} {s}" for n, s in f.inputs))
             lines.append(f"    {f.reason}")

@@ -54,6 +54,8 @@ class FindingLike(Protocol):
     def reason(self) -> str: ...
     @property
     def picture(self) -> tuple[str, ...]: ...
+    @property
+    def where(self) -> str: ...
 
 
 class UncheckedLike(Protocol):
@@ -186,11 +188,7 @@ def finding_html(finding: FindingLike) -> str:
     (True, True)
     """
     severity = str(finding.severity.value)
-    where = ", ".join(
-        [f"{finding.node} ({finding.op})"]
-        + ([finding.mode] if finding.mode else [])
-        + ([f"axis {finding.axis}"] if finding.axis is not None else [])
-    )
+    where = finding.where
     table = _table(finding)
     if table is None and finding.picture:
         table = f"<pre>{escape(chr(10).join(finding.picture))}</pre>"
