@@ -24,7 +24,7 @@ __all__ = ["fake_quantize", "select"]
 
 
 def _planned(
-    op: str, checked: Checked, labels: Sequence[str], anchor: int, broadcast: Any, axis: int
+    checked: Checked, labels: Sequence[str], anchor: int, broadcast: Any, axis: int
 ) -> tuple[Any, tuple[Any, ...]]:
     """Plan the operands under ``broadcast``; for pdpd, first view each onto the anchor."""
     mode = elementwise_mode(broadcast)
@@ -99,7 +99,7 @@ def select(
     """
     labels = ("cond", "a", "b")
     checked = check_operands("select", labels, (cond, a, b))
-    the_plan, operands = _planned("select", checked, labels, 1, broadcast, axis)
+    the_plan, operands = _planned(checked, labels, 1, broadcast, axis)
     result: ArrayT = execute(
         "select", the_plan, WHERE, operands, dtype=checked.dtype, out=out, lib=checked.lib
     )
@@ -167,7 +167,7 @@ def fake_quantize(
         raise ValueError(f"fake_quantize: levels must be an integer of at least 2; got {levels!r}")
     labels = ("x", "in_low", "in_high", "out_low", "out_high")
     checked = check_operands("fake_quantize", labels, (x, in_low, in_high, out_low, out_high))
-    the_plan, operands = _planned("fake_quantize", checked, labels, 0, broadcast, -1)
+    the_plan, operands = _planned(checked, labels, 0, broadcast, -1)
     result: ArrayT = execute(
         "fake_quantize",
         the_plan,
