@@ -53,14 +53,14 @@ __all__ = [
 RTOL: Final = 1e-4
 ATOL: Final = 1e-5
 HALF_ULPS: Final = 2
-KEPT_BYTES: Final = 64 * 2**20
-"""Result values a `Verification` keeps once compared; larger ones keep their shape only."""
 """Values of a float dtype coarser than `RTOL` (float16, bfloat16) agree within this many
 units of its last place, relative. Runtimes round such arithmetic in their own ways: on
 float16 copies of real models, OpenVINO divided by a constant as a multiplication by its
 reciprocal rounded to float16 (a third of bert's GELU quotients 1 unit off the correctly
 rounded ones), and both runtimes' LayerNormalization came out 1 unit apart from NumPy's
 with float32 statistics (tests/unit/test_verify_real.py)."""
+KEPT_BYTES: Final = 64 * 2**20
+"""Result values a `Verification` keeps once compared; larger ones keep their shape only."""
 NO_OPERATOR: Final = "bcast.ops has no such operator"
 """Why a broadcasting node whose operator bcast does not implement is skipped."""
 _ALLOCATION_FAILED: Final = re.compile(
