@@ -34,7 +34,7 @@ if sys.version_info >= (3, 11):
 else:  # the same parser, before it joined the standard library
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Policy", "configured_dims", "find_settings", "policy_options", "resolve_policy"]
+__all__ = ["Policy", "configured", "find_settings", "policy_options", "resolve_policy"]
 
 _KEYS: Final = ("fail-on", "baseline", "dims", "target")
 
@@ -152,40 +152,28 @@ def resolve_policy(
     )
 
 
-def configured_dims(
+def configured(
     dims: Mapping[str, int | tuple[int, int | None]],
+    fail_on: str | None,
     *,
     start: str | os.PathLike[str] | None = None,
-) -> dict[str, int | tuple[int, int | None]]:
-    """Return the ``dims`` of ``[tool.bcast]`` with ``dims`` (the command line's) over them.
+) -> tuple[dict[str, int | tuple[int, int | None]], str]:
+    """Return the dims and the ``--fail-on`` of a run, reading ``pyproject.toml`` once.
 
-    ``bcast domain`` and ``bcast verify`` read only these; ``check`` reads every setting.
+    The dims are ``[tool.bcast]``'s with ``dims`` (the command line's) over them; the
+    threshold is ``fail_on`` (lower case), else ``[tool.bcast]``'s ``fail-on``, else
+    warning. ``bcast domain`` and ``bcast verify`` read only these; ``check`` every setting.
 
     Raises
     ------
     ValueError
-        For a malformed ``dims`` table or ``pyproject.toml`` (naming the file).
+        For a malformed ``dims`` or ``fail-on``, or ``pyproject.toml`` (naming the file).
     """
     source, table = find_settings(start)
     if source is None:
-        return dict(dims)
-    return {**_config_dims(source, table.get("dims", {})), **dims}
-
-
-def configured_fail_on(fail_on: str | None, *, start: str | os.PathLike[str] | None = None) -> str:
-    """Return ``--fail-on`` (lower case), else ``[tool.bcast]``'s ``fail-on``, else warning.
-
-    ``bcast verify`` and ``bcast domain`` read this and the dims; ``check`` every setting.
-
-    Raises
-    ------
-    ValueError
-        For a malformed ``fail-on`` or ``pyproject.toml`` (naming the file).
-    """
-    if fail_on:
-        return fail_on.lower()
-    source, table = find_settings(start)
-    return _table_fail_on(source, table) if source is not None else "warning"
+        return dict(dims), fail_on.lower() if fail_on else "warning"
+    merged = {**_config_dims(source, table.get("dims", {})), **dims}
+    return merged, fail_on.lower() if fail_on else _table_fail_on(source, table)
 
 
 def fail_on_option(function: Any) -> Any:

@@ -36,7 +36,7 @@ from ._model_options import (
     one_line,
 )
 from ._output import ExitCode, emit_json, error_json, exit_with, fail_usage
-from ._policy import configured_dims, configured_fail_on, fail_on_option
+from ._policy import configured, fail_on_option
 
 __all__ = ["domain"]
 
@@ -90,8 +90,7 @@ def domain(
     the --dim point; an error for --fail-on: never keeps the status 0), 2 unreadable input.
     """
     try:
-        dims = configured_dims(dims_of_bindings(bindings))
-        fail_on = configured_fail_on(fail_on)
+        dims, fail_on = configured(dims_of_bindings(bindings), fail_on)
     except ValueError as err:
         payload = {"path": model, "domain": None, "point": None}
         fail_usage(

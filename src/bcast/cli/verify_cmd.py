@@ -50,7 +50,7 @@ from ._output import (
     stderr_console,
     stdout_console,
 )
-from ._policy import configured_dims, configured_fail_on, fail_on_option
+from ._policy import configured, fail_on_option
 
 if TYPE_CHECKING:
     from bcast.models.verification import NodeRun, Verification
@@ -149,8 +149,8 @@ def verify(
     except ModelError as err:
         _unusable(request, one_line(str(err)), as_json)
     try:
-        dims, ran_at = _sizes(configured_dims(dims_of_bindings(bindings)))
-        fail_on = configured_fail_on(fail_on)
+        wanted_dims, fail_on = configured(dims_of_bindings(bindings), fail_on)
+        dims, ran_at = _sizes(wanted_dims)
     except ValueError as err:
         fail_usage(
             one_line(str(err)),
