@@ -78,7 +78,7 @@ class Shape(Sequence[Dim]):
     def __init__(self, dims: Iterable[DimLike] = (), /) -> None:
         if isinstance(dims, (str, bytes)):
             raise TypeError("Shape() takes a sequence of dims; use Shape.parse() for text")
-        if isinstance(dims, Shape):
+        if not isinstance(dims, (tuple, list)) and isinstance(dims, Shape):  # tuple: no ABC check
             object.__setattr__(self, "dims", dims.dims)
             object.__setattr__(self, "ranked", dims.ranked)
             return
@@ -290,13 +290,13 @@ def as_shape(value: ShapeLike) -> Shape:
     ...
     TypeError: a shape must be a Shape, its text form or a sequence of dims; got int 3 ...
     """
+    if isinstance(value, (tuple, list)):  # first: a Shape check of a tuple costs an ABC lookup
+        fast = _small_static(value)
+        return Shape(value) if fast is None else fast
     if isinstance(value, Shape):
         return value
     if isinstance(value, str):
         return Shape.parse(value)
-    if isinstance(value, (tuple, list)):
-        fast = _small_static(value)
-        return Shape(value) if fast is None else fast
     if isinstance(value, (bytes, int, float, dict, set)) or value is None:
         hint = f" (write ({value},) for a rank-1 shape)" if isinstance(value, int) else ""
         raise TypeError(
