@@ -293,18 +293,14 @@ def _nbits(node: Node, shapes: Operands) -> Outcome:
     errors = []
     scales = _given(node, shapes, 2)
     count = n * (blocks.lo or 0)
-    if scales is not None and scales.is_static and scales.rank is not None:
-        held = 1
-        for d in scales.dims:
-            held *= d.lo or 0
-        if held != count:
-            errors.append(
-                (
-                    None,
-                    f"MatMulNBits scales {scales} must hold N*ceil(K/block_size) = "
-                    f"{count} elements",
-                )
+    held = scales.size() if scales is not None else None
+    if held is not None and held != count:
+        errors.append(
+            (
+                None,
+                f"MatMulNBits scales {scales} must hold N*ceil(K/block_size) = {count} elements",
             )
+        )
     bias = _given(node, shapes, 5)
     if bias is not None:
         found.append(
