@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union
 
 from bcast.arrays.libraries import NUMPY, as_operands, shape_of
 from bcast.arrays.targets import (
-    check_array_shape,
     check_result_shape,
     plan_to_target,
     static_shape,
@@ -220,8 +219,7 @@ def broadcast_arrays(
         lazy: tuple[ArrayT, ...] = dask.broadcast_arrays(*arrays, mode=mode, axis=axis)
         return lazy
     the_plan = plan(*(shape_of(x) for x in arrays), mode=mode, axis=axis)
-    check_array_shape(output_shape(the_plan), 1, "the broadcast shape")
-    return tuple(
+    return tuple(  # each view checks the result's size with its own item size
         aligned_view(x, the_plan, k, broadcast=True, xp=lib.xp) for k, x in enumerate(arrays)
     )
 
@@ -238,18 +236,19 @@ def aligned_view(x: Any, the_plan: Plan, index: int, *, broadcast: bool, xp: Any
     exactly what the plan says).
     """
     aligned = _aligned_shape(the_plan, index)
-    if broadcast:  # a view NumPy (or another library) could not index: bcast's error, first
-        itemsize = getattr(getattr(x, "dtype", None), "itemsize", 1)
-        check_result_shape("broadcast", output_shape(the_plan), int(itemsize or 1))
-    if xp is None:  # NumPy: x is an ndarray, so NumPy is loaded
-        if not broadcast:
+    if not broadcast:
+        if xp is None:  # NumPy: x is an ndarray, so NumPy is loaded
             return x if x.shape == aligned else x.reshape(aligned)
-        return _numpy().broadcast_to(x.reshape(aligned), output_shape(the_plan))
+        return x if tuple(shape_of(x)) == aligned else xp.reshape(x, aligned)
+    shape = output_shape(the_plan)
+    # a view NumPy (or another library) could not index: bcast's error, before any view
+    itemsize = getattr(getattr(x, "dtype", None), "itemsize", 1)
+    check_result_shape("broadcast", shape, int(itemsize or 1))
+    if xp is None:
+        return _numpy().broadcast_to(x.reshape(aligned), shape)
     if tuple(shape_of(x)) != aligned:
         x = xp.reshape(x, aligned)
-    if not broadcast:
-        return x
-    return xp.broadcast_to(x, output_shape(the_plan))
+    return xp.broadcast_to(x, shape)
 
 
 def _numpy() -> Any:
