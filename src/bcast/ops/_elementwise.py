@@ -344,7 +344,7 @@ def _shift(direction: str) -> Callable[[str], Kernel]:
 
 
 _MODS: Final = {
-    (fmod, integer): mod_kernel(fmod, "int64" if integer else "float64")
+    (fmod, integer): mod_kernel(fmod, integer=integer)
     for fmod in (0, 1)
     for integer in (False, True)
 }

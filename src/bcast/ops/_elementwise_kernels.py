@@ -11,7 +11,6 @@ from typing import Any, Final
 import numpy as np
 
 from bcast.engine import Kernel
-from bcast.ops._dtypes import FLOAT
 from bcast.ops._kernels import readable, ufunc_kernel
 
 __all__ = ["KERNELS", "bit_shift_kernel", "mod_kernel", "zero_divisor_check"]
@@ -63,13 +62,12 @@ def _fmod_generic(xp: Any, a: Any, b: Any) -> Any:
     return xp.where(fix, r - b, r)
 
 
-def mod_kernel(fmod: int, name: str) -> Kernel:
+def mod_kernel(fmod: int, *, integer: bool) -> Kernel:
     """Return the kernel of Mod: floor remainder (``fmod=0``) or C fmod (``fmod=1``).
 
     Integer operands check the divisor first (ZeroDivisionError for 0, as integer Div).
     Floats follow IEEE: a divisor of 0 gives NaN, as Mod-28's special cases say.
     """
-    integer = name not in FLOAT
     ufunc = np.fmod if fmod else np.remainder
 
     def run_numpy(out: Any, a: Any, b: Any) -> None:
