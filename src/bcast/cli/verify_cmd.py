@@ -109,9 +109,7 @@ def verify(
     difference, or which side raised an error. An IR runs in openvino only, with its
     attributes as written (a pdpd node without an axis: OpenVINO reads 0, bcast -1).
 
-    Operators bcast.ops lacks (ONNX Mod, BitShift, the Bitwise ops, GreaterOrEqual,
-    LessOrEqual, LayerNormalization, RMSNormalization; OpenVINO GreaterEqual, LessEqual,
-    NotEqual, FloorMod, Mod, SquaredDifference, the Bitwise ops) run with bcast's
+    ONNX LayerNormalization and RMSNormalization, which bcast.ops lacks, run with bcast's
     broadcasting and NumPy's arithmetic. A broadcasting node that cannot be run is skipped
     with a note: the legacy `broadcast` attribute of opset 6, no concrete shapes (an input
     of unknown rank, a computed target of unknown length), or inputs and outputs larger
