@@ -8,7 +8,7 @@ and ``##vso[...]`` anywhere in a line by the older runners and Azure Pipelines).
 shows all of these escaped, as Python writes them in a string literal, so the name stays
 recognisable and nothing in it acts. Every output format passes model text through it
 (DESIGN §2); the command line also passes every line it writes through it (see
-``bcast.cli._output``), so a name that some renderer forgot is still made harmless.
+``bcast.cli._safe_output``), so a name that some renderer forgot is still made harmless.
 """
 
 from __future__ import annotations
