@@ -310,3 +310,32 @@ def test_a_blocked_scale_is_spread_only_within_the_memory_limit() -> None:
     scale = np.broadcast_to(np.float32(1), (1 << 12, 1 << 11))
     with ops.memory_limit(1 << 20), pytest.raises(ops.MemoryLimitError):
         ops.quantize_linear(x, scale, axis=1, block_size=2)
+
+
+@pytest.mark.parametrize(
+    ("op", "theirs"),
+    [
+        ("bitwise_and", np.bitwise_and),
+        ("bitwise_xor", np.bitwise_xor),
+        ("not_equal", np.not_equal),
+        ("greater_or_equal", np.greater_equal),
+        ("less_or_equal", np.less_equal),
+        ("squared_difference", lambda a, b: (a - b) * (a - b)),
+    ],
+)
+def test_the_new_binary_operators_replay_their_call_plans_as_add_does(op, theirs):
+    from bcast import engine
+
+    rng = np.random.default_rng(7)
+    a = rng.integers(-50, 50, (96, 64), dtype=np.int32)
+    b = rng.integers(-50, 50, (64,), dtype=np.int32)
+    out = np.empty((96, 64), theirs(a, b).dtype)
+    first = getattr(ops, op)(a, b, out=out)
+    before = engine.call_cache_info()
+    again = getattr(ops, op)(a, b, out=out)
+    after = engine.call_cache_info()
+    assert after.hits == before.hits + 1  # the call site's plan, replayed
+    assert first is out and again is out
+    np.testing.assert_array_equal(out, theirs(a, b))
+    tiny = getattr(ops, op)(a[:2], b)  # the tiny path: NumPy's own answer
+    np.testing.assert_array_equal(tiny, theirs(a[:2], b))

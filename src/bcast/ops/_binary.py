@@ -7,10 +7,12 @@ Xor-7: multidirectional broadcasting (``broadcast="numpy"``), or OpenVINO's ``no
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bcast.arrays.views import ArrayT, Scalar
 from bcast.core.modes import BinaryModeName, Mode
 from bcast.core.planning import plan
-from bcast.engine import execute, prepare_call
+from bcast.engine import Kernel, execute, prepare_call
 from bcast.ops._common import check_operands, elementwise_mode
 from bcast.ops._tiny import CALLS, call_key, kernel_for, tiny_path
 
@@ -29,20 +31,27 @@ __all__ = [
 ]
 
 
-def _binary(
+def run_binary(
     op: str,
     a: ArrayT | Scalar,
     b: ArrayT | Scalar,
     broadcast: str | Mode,
     axis: int,
     out: ArrayT | None,
+    pick: Callable[[str], Kernel] | None = None,
 ) -> ArrayT:
-    key = call_key(a, b, out)
+    """Check, plan and run a binary element-wise operator: the full path behind `tiny_path`.
+
+    ``pick`` chooses the kernel from the first operand's dtype name where an attribute
+    decides it (Mod's ``fmod``, BitShift's ``direction``); such calls are not kept for
+    replay, whose cache is by operator only. Else `kernel_for` gives the kernel.
+    """
+    key = call_key(a, b, out) if pick is None else None
     checked = check_operands(op, ("a", "b"), (a, b))
     a, b = checked.operands
     mode = elementwise_mode(broadcast)
     the_plan = plan(checked.lib.dims(a), checked.lib.dims(b), mode=mode, axis=axis)
-    kernel = kernel_for(op, checked.names)
+    kernel = kernel_for(op, checked.names) if pick is None else pick(checked.names[0])
     if key is not None and mode is Mode.NUMPY and axis == -1:
         call = prepare_call(op, the_plan, kernel, (a, b), dtype=checked.dtype, out=out)
         if call is not None:  # kept for the next call of this call site
@@ -112,7 +121,7 @@ def add(
     ...
     TypeError: add: a and b must have the same dtype (ONNX type parameter T); got int32 and float32
     """
-    return _binary("add", a, b, broadcast, axis, out)
+    return run_binary("add", a, b, broadcast, axis, out)
 
 
 @tiny_path("sub")
@@ -136,7 +145,7 @@ def sub(
     >>> bcast.ops.sub(np.array([5, 7], np.uint8), np.array([1], np.uint8))
     array([4, 6], dtype=uint8)
     """
-    return _binary("sub", a, b, broadcast, axis, out)
+    return run_binary("sub", a, b, broadcast, axis, out)
 
 
 @tiny_path("mul")
@@ -160,7 +169,7 @@ def mul(
     >>> bcast.ops.mul(np.array([1.5, 2.0]), np.array(2.0))
     array([3., 4.])
     """
-    return _binary("mul", a, b, broadcast, axis, out)
+    return run_binary("mul", a, b, broadcast, axis, out)
 
 
 @tiny_path("div")
@@ -199,7 +208,7 @@ def div(
     ...
     ZeroDivisionError: div: integer division by zero
     """
-    return _binary("div", a, b, broadcast, axis, out)
+    return run_binary("div", a, b, broadcast, axis, out)
 
 
 @tiny_path("pow")
@@ -243,7 +252,7 @@ def pow(
     >>> bcast.ops.pow(np.array([2, -1, 1], np.int64), np.array([-1], np.int64))
     array([ 0, -1,  1])
     """
-    return _binary("pow", a, b, broadcast, axis, out)
+    return run_binary("pow", a, b, broadcast, axis, out)
 
 
 @tiny_path("equal")
@@ -268,7 +277,7 @@ def equal(
     >>> bcast.ops.equal(np.array([1, 2, 3]), np.array([2]))
     array([False,  True, False])
     """
-    return _binary("equal", a, b, broadcast, axis, out)
+    return run_binary("equal", a, b, broadcast, axis, out)
 
 
 @tiny_path("greater")
@@ -292,7 +301,7 @@ def greater(
     >>> bcast.ops.greater(np.array([1.0, np.nan, 3.0]), np.array([2.0]))
     array([False, False,  True])
     """
-    return _binary("greater", a, b, broadcast, axis, out)
+    return run_binary("greater", a, b, broadcast, axis, out)
 
 
 @tiny_path("less")
@@ -317,7 +326,7 @@ def less(
     array([[ True,  True],
            [False,  True]])
     """
-    return _binary("less", a, b, broadcast, axis, out)
+    return run_binary("less", a, b, broadcast, axis, out)
 
 
 @tiny_path("and_")
@@ -347,7 +356,7 @@ def and_(
     ...
     TypeError: and_: a has dtype int64, which ONNX And does not allow; expected one of bool
     """
-    return _binary("and_", a, b, broadcast, axis, out)
+    return run_binary("and_", a, b, broadcast, axis, out)
 
 
 @tiny_path("or_")
@@ -371,7 +380,7 @@ def or_(
     >>> bcast.ops.or_(np.array([True, False]), np.array([False]))
     array([ True, False])
     """
-    return _binary("or_", a, b, broadcast, axis, out)
+    return run_binary("or_", a, b, broadcast, axis, out)
 
 
 @tiny_path("xor")
@@ -395,4 +404,4 @@ def xor(
     >>> bcast.ops.xor(np.array([True, False]), np.array([True]))
     array([False,  True])
     """
-    return _binary("xor", a, b, broadcast, axis, out)
+    return run_binary("xor", a, b, broadcast, axis, out)

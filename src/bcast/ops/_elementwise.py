@@ -4,7 +4,9 @@ ONNX Mod-28, BitShift-28, BitwiseAnd/Or/Xor-18, GreaterOrEqual-16, LessOrEqual-1
 OpenVINO NotEqual-1 and SquaredDifference-1 (FloorMod-1 and Mod-1 are `mod` with ``fmod`` 0
 and 1; GreaterEqual-1 and LessEqual-1 are `greater_or_equal` and `less_or_equal`). All take
 OpenVINO's ``auto_broadcast`` as ``broadcast=`` (numpy, none, pdpd), as `bcast.ops.add` does;
-the shapes are planned by `bcast.plan` and the kernel runs in `bcast.engine`.
+the shapes are planned by `bcast.plan` and the kernel runs in `bcast.engine`, through the
+binary operators' own path (`bcast.ops._binary.run_binary`): the operators whose kernel no
+attribute picks take their tiny path and replay their call plans too.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from typing import Final
 
 from bcast.arrays.views import ArrayT, Scalar
 from bcast.core.modes import BinaryModeName, Mode
-from bcast.core.planning import plan
-from bcast.engine import Kernel, execute
-from bcast.ops._common import check_operands, elementwise_mode
+from bcast.engine import Kernel
+from bcast.ops._binary import run_binary
 from bcast.ops._dtypes import FLOAT
-from bcast.ops._elementwise_kernels import KERNELS, bit_shift_kernel, mod_kernel
+from bcast.ops._elementwise_kernels import bit_shift_kernel, mod_kernel
+from bcast.ops._tiny import tiny_path
 
 __all__ = [
     "bit_shift",
@@ -31,26 +33,6 @@ __all__ = [
     "not_equal",
     "squared_difference",
 ]
-
-
-def _run(
-    op: str,
-    a: ArrayT | Scalar,
-    b: ArrayT | Scalar,
-    broadcast: str | Mode,
-    axis: int,
-    out: ArrayT | None,
-    pick: Callable[[str], Kernel] | None = None,
-) -> ArrayT:
-    checked = check_operands(op, ("a", "b"), (a, b))
-    a, b = checked.operands
-    mode = elementwise_mode(broadcast)
-    the_plan = plan(checked.lib.dims(a), checked.lib.dims(b), mode=mode, axis=axis)
-    kernel = KERNELS[op] if pick is None else pick(checked.names[0])
-    result: ArrayT = execute(
-        op, the_plan, kernel, (a, b), dtype=checked.dtype, out=out, lib=checked.lib
-    )
-    return result
 
 
 def mod(
@@ -109,7 +91,7 @@ def mod(
     array([[ 1.5, -0.5],
            [ 0.5, -1.5]])
     """
-    return _run("mod", a, b, broadcast, axis, out, _mod(fmod))
+    return run_binary("mod", a, b, broadcast, axis, out, _mod(fmod))
 
 
 def bit_shift(
@@ -161,9 +143,10 @@ def bit_shift(
     >>> bcast.ops.bit_shift(x, np.array([2, 9, 8], np.int8), direction="right")
     array([-4,  0, -1], dtype=int8)
     """
-    return _run("bit_shift", a, b, broadcast, axis, out, _shift(direction))
+    return run_binary("bit_shift", a, b, broadcast, axis, out, _shift(direction))
 
 
+@tiny_path("bitwise_and")
 def bitwise_and(
     a: ArrayT | Scalar,
     b: ArrayT | Scalar,
@@ -185,9 +168,10 @@ def bitwise_and(
     array([[ 8,  4],
            [10,  2]], dtype=uint8)
     """
-    return _run("bitwise_and", a, b, broadcast, axis, out)
+    return run_binary("bitwise_and", a, b, broadcast, axis, out)
 
 
+@tiny_path("bitwise_or")
 def bitwise_or(
     a: ArrayT | Scalar,
     b: ArrayT | Scalar,
@@ -208,9 +192,10 @@ def bitwise_or(
     >>> bcast.ops.bitwise_or(np.array([12, -8], np.int16), np.array([3], np.int16))
     array([15, -5], dtype=int16)
     """
-    return _run("bitwise_or", a, b, broadcast, axis, out)
+    return run_binary("bitwise_or", a, b, broadcast, axis, out)
 
 
+@tiny_path("bitwise_xor")
 def bitwise_xor(
     a: ArrayT | Scalar,
     b: ArrayT | Scalar,
@@ -231,9 +216,10 @@ def bitwise_xor(
     >>> bcast.ops.bitwise_xor(np.array([12, 10], np.int32), np.array([10], np.int32))
     array([6, 0], dtype=int32)
     """
-    return _run("bitwise_xor", a, b, broadcast, axis, out)
+    return run_binary("bitwise_xor", a, b, broadcast, axis, out)
 
 
+@tiny_path("greater_or_equal")
 def greater_or_equal(
     a: ArrayT | Scalar,
     b: ArrayT | Scalar,
@@ -254,9 +240,10 @@ def greater_or_equal(
     >>> bcast.ops.greater_or_equal(np.array([1.0, np.nan, 3.0]), np.array([3.0]))
     array([False, False,  True])
     """
-    return _run("greater_or_equal", a, b, broadcast, axis, out)
+    return run_binary("greater_or_equal", a, b, broadcast, axis, out)
 
 
+@tiny_path("less_or_equal")
 def less_or_equal(
     a: ArrayT | Scalar,
     b: ArrayT | Scalar,
@@ -278,9 +265,10 @@ def less_or_equal(
     array([[ True,  True],
            [False,  True]])
     """
-    return _run("less_or_equal", a, b, broadcast, axis, out)
+    return run_binary("less_or_equal", a, b, broadcast, axis, out)
 
 
+@tiny_path("not_equal")
 def not_equal(
     a: ArrayT | Scalar,
     b: ArrayT | Scalar,
@@ -302,9 +290,10 @@ def not_equal(
     >>> bcast.ops.not_equal(np.array([1, 2, 3]), np.array([2]))
     array([ True, False,  True])
     """
-    return _run("not_equal", a, b, broadcast, axis, out)
+    return run_binary("not_equal", a, b, broadcast, axis, out)
 
 
+@tiny_path("squared_difference")
 def squared_difference(
     a: ArrayT | Scalar,
     b: ArrayT | Scalar,
@@ -327,7 +316,7 @@ def squared_difference(
     array([[ 4.  ,  0.25],
            [ 1.  , 12.25]])
     """
-    return _run("squared_difference", a, b, broadcast, axis, out)
+    return run_binary("squared_difference", a, b, broadcast, axis, out)
 
 
 def _mod(fmod: int) -> Callable[[str], Kernel]:

@@ -20,6 +20,7 @@ from bcast.engine import compiled as _compiled
 from bcast.engine import guard as _guard
 from bcast.ops import _kernels
 from bcast.ops._dtypes import FLOAT, SIGNATURES, fixed_output
+from bcast.ops._elementwise_kernels import KERNELS as ELEMENTWISE
 
 __all__ = [
     "BROADCAST_CALLS",
@@ -54,7 +55,7 @@ def kernel_for(op: str, names: list[str]) -> Kernel:
         if names[0] in FLOAT:
             return _kernels.FLOAT_POW
         return _kernels.INT_FLOAT_POW if names[1] in FLOAT else _kernels.INT_POW
-    return _kernels.BINARY[op]
+    return _kernels.BINARY[op] if op in _kernels.BINARY else ELEMENTWISE[op]
 
 
 def _tiny_ufuncs(op: str) -> dict[np.dtype[Any], Any]:
@@ -74,7 +75,10 @@ def _tiny_ufuncs(op: str) -> dict[np.dtype[Any], Any]:
 
 _TINY: Final = {
     op: _tiny_ufuncs(op) if engine.quiet_run is not None else {}
-    for op in ("add", "sub", "mul", "div", "pow", "equal", "greater", "less", "and_", "or_", "xor")
+    for op in (
+        *("add", "sub", "mul", "div", "pow", "equal", "greater", "less", "and_", "or_", "xor"),
+        *ELEMENTWISE,  # bitwise_and ... squared_difference: no attribute picks their kernel
+    )
 }
 _quiet_run: Any = engine.quiet_run
 
