@@ -23,15 +23,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from bcast.core.conditions import Condition
-from bcast.core.dim import Dim
-from bcast.core.expressions import Expr
-from bcast.core.plans import Plan
 from bcast.core.shape import Shape
 from bcast.core.text import safe_text
+from bcast.models.domain_records import (
+    ArithmeticRecord,
+    BoundRecord,
+    CountRecord,
+    IndexRecord,
+    PlanRecord,
+    ProductRecord,
+    Record,
+    WindowRecord,
+)
 
 __all__ = [
     "ANY",
+    "ArithmeticRecord",
     "BoundRecord",
     "CountRecord",
     "DimDomain",
@@ -234,84 +241,6 @@ class Requirement:
     imposed: Imposed
     symbols: frozenset[str]
     test: Callable[[Mapping[str, int]], bool | None] = field(compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class PlanRecord:
-    """What the checker saw at one broadcast: the plan and its conditions, or its error."""
-
-    node: str
-    op: str
-    plan: Plan | None
-    conditions: tuple[Condition, ...] = ()
-    error: str = ""
-    axis: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ProductRecord:
-    """A Reshape with a constant target: the element counts must agree."""
-
-    node: str
-    op: str
-    data: Shape
-    target: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CountRecord:
-    """A Reshape whose output holds symbols: data and output hold as many elements.
-
-    Its target is computed in the graph (``[batch, -1]`` from a ``Shape``).
-    """
-
-    node: str
-    op: str
-    data: Shape
-    output: Shape
-
-
-@dataclass(frozen=True, slots=True)
-class BoundRecord:
-    """Gather's indices from a ``Range``: positions that must fit in a table.
-
-    ``count`` positions from ``start`` index the ``size`` rows of the data's axis (a
-    position-embedding table caps the sequence).
-    """
-
-    node: str
-    op: str
-    count: Dim
-    start: int
-    size: int
-
-
-@dataclass(frozen=True, slots=True)
-class WindowRecord:
-    """A Conv or pooling window: its output dim ``size`` at ``axis`` must be at least 1."""
-
-    node: str
-    op: str
-    axis: int
-    size: Dim
-
-
-@dataclass(frozen=True, slots=True)
-class IndexRecord:
-    """A Gather whose indices are computed from the input's dims (a mask read row by row).
-
-    Its largest index plus one, ``rows``, must not pass the ``size`` rows of the data's
-    axis (``(batch - 1)*mask_seq + mask_seq`` rows of ``mask_batch*mask_seq``).
-    """
-
-    node: str
-    op: str
-    rows: Expr
-    size: Dim
-
-
-Record = PlanRecord | ProductRecord | CountRecord | BoundRecord | WindowRecord | IndexRecord
-"""What the checker records for the domain, node by node."""
 
 
 @dataclass(frozen=True, slots=True)
