@@ -1,6 +1,8 @@
 """The ``bcast`` command line: presentation only, every answer comes from the library.
 
-Commands are registered explicitly below, one line each; there is no discovery.
+Commands are registered explicitly below, one line each; there is no discovery. Each
+command's module is imported when that command runs (or when ``--help`` lists them), so
+``bcast check`` does not pay for the operators, the engine or the verifier.
 
 Exit status of every command: 0 clean, 1 findings (incompatible shapes, model findings,
 runtime disagreements), 2 bad usage, unreadable input or an internal error, 130 interrupted.
@@ -8,22 +10,66 @@ runtime disagreements), 2 bad usage, unreadable input or an internal error, 130 
 
 from __future__ import annotations
 
+import difflib
+import importlib
+from typing import Any, Final
+
 import click
 
 import bcast
 
 from ._output import BcastGroup
-from .check_cmd import check, check_skeleton
-from .domain_cmd import domain
-from .shapes import explain, explain_skeleton, shape, shape_skeleton
-from .verify_cmd import verify, verify_skeleton
 
 __all__ = ["main"]
+
+# Commands, registered explicitly, one line each: name -> (module, command, JSON skeleton).
+_COMMANDS: Final[dict[str, tuple[str, str, str | None]]] = {
+    "shape": (".shapes", "shape", "shape_skeleton"),
+    "explain": (".shapes", "explain", "explain_skeleton"),
+    "check": (".check_cmd", "check", "check_skeleton"),
+    "verify": (".verify_cmd", "verify", "verify_skeleton"),
+    "domain": (".domain_cmd", "domain", None),
+}
+
+
+def _attribute(module: str, name: str) -> Any:
+    return getattr(importlib.import_module(module, __name__), name)
+
+
+class _Commands(BcastGroup):
+    """The ``bcast`` group: a command's module is imported when the command is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(_COMMANDS)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and name not in _COMMANDS and not name.startswith("-"):
+            close = difflib.get_close_matches(name, list(_COMMANDS), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = _COMMANDS.get(cmd_name)
+        if found is None:
+            return None
+        command: click.Command = _attribute(found[0], found[1])
+        return command
+
+
+for _name, (_module, _, _skeleton) in _COMMANDS.items():
+    if _skeleton is not None:
+        BcastGroup.json_skeletons[_name] = (
+            lambda m=_module, s=_skeleton: _attribute(m, s)()  # type: ignore[misc]
+        )
 
 
 @click.group(
     "bcast",
-    cls=BcastGroup,
+    cls=_Commands,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="""\b
 Examples:
@@ -48,14 +94,3 @@ def main() -> None:
 
     Shell completion: eval "$(_BCAST_COMPLETE=bash_source bcast)" (zsh_source, fish_source).
     """
-
-
-# Commands, registered explicitly, one line each (bcast check / bcast verify go here too).
-main.add_command(shape)
-main.add_command(explain)
-main.add_command(check)
-main.add_command(verify)
-main.add_command(domain)
-BcastGroup.json_skeletons.update(
-    shape=shape_skeleton, explain=explain_skeleton, check=check_skeleton, verify=verify_skeleton
-)

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from bcast.core.errors import show_bytes
-from bcast.engine.guard import available_memory
 from bcast.models.graph import ModelError
 
 __all__ = [
@@ -109,6 +108,8 @@ def default_max_memory() -> int:
     >>> 2**30 <= default_max_memory() <= 4 * 2**30
     True
     """
+    from bcast.engine.guard import available_memory  # the engine: only when asked
+
     free = available_memory()
     if free is None:
         return MAX_DEFAULT_MEMORY

@@ -15,7 +15,19 @@ stays light.
 
 from __future__ import annotations
 
-from bcast.onnx import backend
+import importlib
+from types import ModuleType
+
 from bcast.onnx.lower import MIN_OPSET, OnnxLowering, lower
 
 __all__ = ["MIN_OPSET", "OnnxLowering", "backend", "lower"]
+
+
+def __getattr__(name: str) -> ModuleType:
+    """Import `bcast.onnx.backend` (the operators and the engine) when it is first asked for.
+
+    Reading a model for ``bcast check`` needs neither, so the package does not import them.
+    """
+    if name == "backend":
+        return importlib.import_module("bcast.onnx.backend")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
