@@ -4,6 +4,7 @@ correctness gate and the Markdown rendering. No assertion here depends on a meas
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -242,3 +243,20 @@ def test_the_size_sweep_renders_ratios_by_size_and_the_first_call() -> None:
     assert (
         f"| add | background | empty | 30.0 ms | 20.0 ms | 1.50{X} | 20.0 ms | 3.20 s | 1 |" in text
     )
+
+
+def test_check_models_bench_times_both_processes_and_writes_its_summary(tmp_path: Path) -> None:
+    out = tmp_path / "check.json"
+    model = Path(__file__).parents[1] / "fixtures" / "real" / "sklearn_mlp_skl2onnx.onnx"
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_check_models.py"), str(model), "--repeat", "1",
+         "--json", str(out)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    (row,) = result["rows"]
+    assert row["peer"] == "onnxruntime session" and row["exit"] == {"bcast": 0, "peer": 0}
+    assert row["bcast_s"] > 0 and row["peer_s"] > 0
+    assert abs(result["summary"]["median_ratio"] - row["bcast_s"] / row["peer_s"]) < 0.01
+    assert "| bcast / peer |" in done.stdout
