@@ -2,7 +2,8 @@
 
 ONNX's inference sizes Conv, pooling, Concat, Flatten and Range only from static dims and
 constants, leaves the ``-1`` of a Reshape unknown when the element count holds a symbol,
-and knows no ``ai.onnx.ml`` shapes. `own_shapes` gives those outputs, symbols and dim
+and knows no ``ai.onnx.ml`` shapes (`bcast.onnx.spatial_shapes` sizes ConvTranspose,
+Resize, Pad, Slice, Split and the like). `own_shapes` gives those outputs, symbols and dim
 expressions kept (``(height - 8)//8 + 1``, ``h*w + 1``, ``Min(64, seq)``), from the
 operator definitions; `bcast.onnx.refine` hands them back to ONNX's inference.
 """
@@ -20,7 +21,6 @@ from bcast.core.arithmetic import (
     expression_dim,
     product,
     reshape_output,
-    sliced,
     transposed,
     windowed_shape,
 )
@@ -31,6 +31,7 @@ from bcast.core.planning import broadcast_shapes
 from bcast.core.shape import Shape
 from bcast.models import Graph
 from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
+from bcast.onnx.spatial_shapes import SPATIAL_OPS, Floats, spatial_shapes
 from bcast.onnx.values import Value
 
 __all__ = ["own_shapes"]
@@ -86,13 +87,18 @@ _KEEPS_SHAPE: Final = frozenset(
 
 
 def own_shapes(
-    proto: onnx.NodeProto, inputs: Sequence[Shape], graph: Graph, tensors: Mapping[str, Value]
+    proto: onnx.NodeProto,
+    inputs: Sequence[Shape],
+    graph: Graph,
+    tensors: Mapping[str, Value],
+    floats: Floats | None = None,
 ) -> list[Shape | None] | None:
     """Return the output shapes bcast derives for ``proto`` (None where it derives none).
 
     ``inputs`` are its input shapes as known so far, ``tensors`` the values of small
-    integer tensors (`bcast.onnx.values.shape_tensor_values`); new dim expressions are
-    recorded in ``graph.expressions``.
+    integer tensors (`bcast.onnx.values.shape_tensor_values`), ``floats`` the small float
+    constants (Resize's scales: `bcast.onnx.spatial_shapes.float_values`); new dim
+    expressions are recorded in ``graph.expressions``.
     """
     op, expressions = proto.op_type, graph.expressions
     if proto.domain == _ML:
@@ -104,10 +110,10 @@ def own_shapes(
         return [inputs[0]]
     if op == "Transpose":
         return [transposed(inputs[0], attribute(proto, "perm", None) or [])]
-    if op == "Slice" and len(inputs) > 2:
-        return [_slice(graph, proto, inputs[0], tensors)]
-    if op == "Range" and len(inputs) == 3:
-        return [_range(proto, tensors)]
+    if op in SPATIAL_OPS:  # ConvTranspose, ceil_mode pools, Resize, Pad, Slice, Split...
+        sized = spatial_shapes(proto, inputs, graph, tensors, floats or {})
+        if sized is not None or op not in _WINDOWED:
+            return sized
     if op == "Reshape" and len(inputs) > 1:
         return [_reshape(tensors.get(proto.input[1]), proto, inputs[0], expressions)]
     if op in _WINDOWED:
@@ -160,45 +166,6 @@ def _ml_shapes(proto: onnx.NodeProto, inputs: Sequence[Shape]) -> list[Shape] | 
     return None
 
 
-def _slice(
-    graph: Graph, proto: onnx.NodeProto, data: Shape, tensors: Mapping[str, Value]
-) -> Shape | None:
-    """Slice's output where an end is a symbol: ``x[:, :seq]`` of 64 rows is ``Min(64, seq)``.
-
-    Exporters slice a buffer (position ids, a causal mask) to the input's length; ONNX's
-    inference leaves that dim unknown, the dynamo exporter writes ``Min(64, s41)``. Only
-    the plain case is taken: one axis, step 1, start 0, a static data dim and an end that is
-    a symbol (a dim is never negative, so Slice's clamping is the Min).
-    """
-    if data.rank is None:
-        return None
-    ins = [tensors.get(name) if name else None for name in proto.input]
-    starts, ends = ins[1], ins[2]
-    axes = ins[3] if len(ins) > 3 and ins[3] is not None else (0,)
-    steps = ins[4] if len(ins) > 4 and ins[4] is not None else (1,)
-    if starts is None or ends is None or not (len(starts) == len(ends) == len(axes) == 1):
-        return None
-    axis, start, end, step = axes[0], starts[0], ends[0], steps[0]
-    if not isinstance(axis, int) or isinstance(axis, bool) or step != 1 or start != 0:
-        return None
-    if not isinstance(end, Dim) or end.name is None:
-        return None  # a constant end: ONNX's inference sizes it
-    return sliced(data, axis, end, graph.expressions)
-
-
-def _range(proto: onnx.NodeProto, tensors: Mapping[str, Value]) -> Shape | None:
-    """Range's length where its limit is a dim: ``arange(seq)`` holds ``seq`` positions.
-
-    ONNX's inference sizes a Range only from constants; exporters write the positions of a
-    sequence as ``Range(0, seq, 1)``. Only that form is taken (start 0, step 1).
-    """
-    start, limit, step = (tensors.get(name) for name in proto.input)
-    if start != (0,) or step != (1,) or limit is None or len(limit) != 1:
-        return None
-    end = limit[0]
-    return Shape((end,)) if isinstance(end, Dim) and end.name is not None else None
-
-
 def _windowed(
     proto: onnx.NodeProto, inputs: Sequence[Shape], expressions: dict[str, Expr]
 ) -> Shape | None:
@@ -207,7 +174,7 @@ def _windowed(
     ONNX's inference sizes the output only from static dims; the windows' arithmetic is
     ``(H + pads - ((k - 1)*dilation + 1))//stride + 1`` (``ceiling(H/stride)`` for SAME
     padding), kept as an expression of the input's dims. Pooling with ``ceil_mode`` is
-    left to ONNX (its last window has a rule of its own).
+    `bcast.onnx.spatial_shapes`' (its last window has a rule of its own).
     """
     x = inputs[0] if inputs else Shape.dynamic()
     if x.rank is None or x.rank < 3 or attribute(proto, "ceil_mode", 0):

@@ -27,6 +27,7 @@ from bcast.models import Graph, ModelError, Node, propagate_shapes
 from bcast.models.rules_microsoft import MICROSOFT, OUTPUT_TYPE_FROM
 from bcast.onnx.own_shapes import own_shapes
 from bcast.onnx.protos import attribute
+from bcast.onnx.spatial_shapes import float_values
 from bcast.onnx.values import shape_tensor_values
 
 __all__ = ["better_shapes", "elem_types", "with_shapes"]
@@ -86,6 +87,7 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
     if not refine:
         return {}
     by_node = {id(node): p for node, p in zip(graph.nodes, proto.node, strict=True)}
+    floats = float_values(proto)  # Resize's scales
 
     def derive(node: Node, values: Mapping[str, Shape]) -> Sequence[Shape | None] | None:
         node_proto = by_node.get(id(node))
@@ -98,7 +100,7 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
             values.get(name, Shape.dynamic()) if name else Shape.dynamic()
             for name in node_proto.input
         ]
-        return own_shapes(node_proto, inputs, graph, tensors)
+        return own_shapes(node_proto, inputs, graph, tensors, floats)
 
     values = propagate_shapes(graph, derive=derive)
     found: dict[str, Shape] = {}

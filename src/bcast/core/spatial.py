@@ -1,0 +1,193 @@
+"""Dim expressions of the operators that resize, pad, cut and rearrange spatial dims.
+
+`bcast.core.arithmetic` writes a Conv's window; this module writes the rest of what image and
+sequence models compute from symbolic sizes, as `bcast.core.expressions.Expr` trees that the
+ONNX and the OpenVINO IR readers record (`bcast.onnx.own_shapes`, `bcast.openvino.ir_shapes`):
+a transposed convolution's output, a pooling window that rounds up (ceil_mode), Resize's
+``floor(H*scale)``, DepthToSpace/SpaceToDepth, Pad, Slice (its clamping is ``Min``/``Max``),
+Split and Range. Each follows the operator specification and what onnxruntime and OpenVINO
+compute (the tests run them on both sides of every boundary).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Final
+
+from bcast.core.arithmetic import floor_div, plus, product
+from bcast.core.expressions import Expr
+
+__all__ = [
+    "BIG",
+    "ceil_window_dim",
+    "difference",
+    "range_length",
+    "scaled_dim",
+    "slice_length",
+    "transposed_window_dim",
+    "up",
+]
+
+BIG: Final = 2**31 - 1
+"""A Slice start or end at least this large means "to the end" (exporters write INT64_MAX)."""
+_MAX_DENOMINATOR: Final = 64
+
+
+def _int(value: int) -> Expr:
+    return Expr("int", value=value)
+
+
+def up(expr: Expr, number: int) -> Expr:
+    """Return ``ceiling(expr/number)`` as a floor division, ``(expr + number - 1)//number``.
+
+    Integer-set libraries (isl) take floor division by a constant; ``number`` > 0.
+
+    >>> str(up(Expr("sym", name="h"), 2)), str(up(Expr("sym", name="h"), 1))
+    ('(h + 1)//2', 'h')
+    """
+    return floor_div(plus(expr, number - 1), number)
+
+
+def difference(a: Expr, b: Expr) -> Expr:
+    """Return ``a - b``, a literal ``b`` folded in.
+
+    >>> str(difference(Expr("sym", name="h"), Expr("int", value=3)))
+    'h - 3'
+    """
+    if b.op == "int":
+        return plus(a, -b.value)
+    if a == b:
+        return _int(0)
+    return Expr("-", (a, b))
+
+
+def transposed_window_dim(
+    size: Expr, kernel: int, stride: int, dilation: int, pads: int, output_padding: int = 0
+) -> Expr | None:
+    """One spatial output dim of a transposed convolution (ONNX ConvTranspose).
+
+    ``stride*(size - 1) + output_padding + ((kernel - 1)*dilation + 1) - pads``, the ONNX
+    specification's formula (OpenVINO ConvolutionBackpropData: the same); ``pads`` is the
+    axis's total. None for a stride, dilation or kernel below 1.
+
+    >>> str(transposed_window_dim(Expr("sym", name="h"), 2, 2, 1, 0))
+    '2*h'
+    >>> str(transposed_window_dim(Expr("sym", name="h"), 3, 2, 1, 2, 1))
+    '2*h'
+    >>> str(transposed_window_dim(Expr("sym", name="h"), 4, 1, 1, 0))
+    'h + 3'
+    """
+    if stride < 1 or dilation < 1 or kernel < 1:
+        return None
+    span = (kernel - 1) * dilation + 1
+    return plus(product([_int(stride), size]), output_padding + span - pads - stride)
+
+
+def ceil_window_dim(
+    size: Expr,
+    kernel: int,
+    stride: int,
+    dilation: int,
+    pad_begin: int,
+    pad_end: int,
+    *,
+    last_inside: bool,
+) -> Expr | None:
+    """One spatial output dim of a pooling that rounds up (ONNX ``ceil_mode=1``).
+
+    ``ceiling((size + pads - span)/stride) + 1``; with ``last_inside`` (onnxruntime's
+    pooling, OpenVINO's ``rounding_type="ceil_torch"``, PyTorch) the last window must start
+    inside the padded input, ``(out - 1)*stride < size + pad_begin``, which is
+    ``Min(out, (size + pad_begin - 1)//stride + 1)`` where ``pad_end`` is below the window.
+    OpenVINO's ``rounding_type="ceil"`` has no such rule. None where the parameters are
+    invalid (a pad past the window: onnxruntime refuses it).
+
+    >>> h = Expr("sym", name="h")
+    >>> str(ceil_window_dim(h, 2, 2, 1, 0, 0, last_inside=True))
+    '(h - 1)//2 + 1'
+    >>> str(ceil_window_dim(h, 3, 2, 1, 1, 1, last_inside=True))
+    'h//2 + 1'
+    >>> str(ceil_window_dim(h, 2, 2, 1, 1, 1, last_inside=True))
+    'Min((h + 1)//2 + 1, h//2 + 1)'
+    """
+    span = (kernel - 1) * dilation + 1
+    if stride < 1 or dilation < 1 or kernel < 1 or max(pad_begin, pad_end) >= span:
+        return None
+    out = plus(up(plus(size, pad_begin + pad_end - span), stride), 1)
+    if not last_inside or stride == 1 or pad_begin + pad_end == 0:
+        # No pad: a window that starts past the data would need pads; stride 1: no rounding.
+        return out
+    inside = plus(floor_div(plus(size, pad_begin - 1), stride), 1)
+    return out if inside == out else Expr("Min", (out, inside))
+
+
+def scaled_dim(size: Expr, scale: float) -> Expr | None:
+    """Resize's (and Upsample's) output dim ``floor(size*scale)`` for a constant scale.
+
+    The scale is read as the fraction ``p/q`` closest to it (denominator up to 64):
+    ``(p*size)//q``. None where no such fraction is within 1e-6 of it, or it is not
+    positive.
+
+    >>> h = Expr("sym", name="h")
+    >>> str(scaled_dim(h, 2.0)), str(scaled_dim(h, 0.5)), str(scaled_dim(h, 1.5))
+    ('2*h', 'h//2', '3*h//2')
+    """
+    if not scale > 0:
+        return None
+    ratio = Fraction(scale).limit_denominator(_MAX_DENOMINATOR)
+    if abs(float(ratio) - scale) > 1e-6 * scale:
+        return None
+    return floor_div(product([_int(ratio.numerator), size]), ratio.denominator)
+
+
+def _clamped(index: int, size: Expr) -> Expr:
+    """Slice's start or end (step > 0) clamped to ``[0, size]``."""
+    if index >= BIG:
+        return size
+    if index >= 0:
+        return _int(0) if index == 0 else Expr("Min", (_int(index), size))
+    return Expr("Max", (plus(size, index), _int(0)))
+
+
+def slice_length(size: Expr, start: int, end: int, step: int) -> Expr | None:
+    """Return the length of ``x[start:end:step]`` along a dim of ``size`` (ONNX Slice, Slice-8).
+
+    Starts and ends clamp to the dim (``Min``, ``Max``); a negative one counts from the
+    end. Negative steps are taken only to reverse the whole dim (``[::-k]``). None for a
+    step of 0 or another negative slice.
+
+    >>> h = Expr("sym", name="h")
+    >>> str(slice_length(h, 1, 2**63 - 1, 1)), str(slice_length(h, 0, -1, 1))
+    ('h - Min(1, h)', 'Max(h - 1, 0)')
+    >>> str(slice_length(h, 0, 2**63 - 1, 2)), str(slice_length(h, -1, -(2**63), -1))
+    ('(h + 1)//2', 'h')
+    """
+    if step == 0:
+        return None
+    if step < 0:
+        whole = start in (-1,) or start >= BIG
+        return up(size, -step) if whole and end <= -BIG else None
+    first, last = _clamped(start, size), _clamped(end, size)
+    if first.op == "int" and first.value == 0:
+        span = last
+    else:
+        span = difference(last, first)
+        if not (last == size and first.op == "Min"):  # size - Min(k, size) is never below 0
+            span = Expr("Max", (span, _int(0)))
+    return up(span, step)
+
+
+def range_length(start: int, limit: Expr, delta: int) -> Expr | None:
+    """Return the length of ``Range(start, limit, delta)`` (constant ``start``, ``delta``).
+
+    ``Max((limit - start + delta - 1)//delta, 0)`` (ONNX Range); ``limit`` itself for
+    ``Range(0, limit, 1)``. None for a delta that is not positive.
+
+    >>> n = Expr("sym", name="n")
+    >>> str(range_length(0, n, 1)), str(range_length(2, n, 2))
+    ('n', 'Max((n - 1)//2, 0)')
+    """
+    if delta < 1:
+        return None
+    span = up(plus(limit, -start), delta)
+    return span if start == 0 else Expr("Max", (span, _int(0)))

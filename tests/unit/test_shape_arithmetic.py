@@ -1,0 +1,274 @@
+"""The shape arithmetic of spatial operators on symbolic dims, held against onnxruntime (issue 37).
+
+Each model computes ``y = Op(x)`` from an input of symbolic height ``H`` and adds a constant
+``z`` of a fixed size to it, so that onnxruntime runs exactly where ``Op``'s output has
+``z``'s size. ``bcast check --dim H=h`` must report the ``Add`` at exactly the sizes where
+onnxruntime fails: every expected value comes from onnxruntime running the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+import bcast
+from bcast.models import Severity
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+helper, numpy_helper, TensorProto = onnx.helper, onnx.numpy_helper, onnx.TensorProto
+
+INT_MAX = 2**63 - 1
+ort.set_default_logger_severity(3)
+
+
+def _model(
+    nodes: Sequence[object],
+    x_dims: Sequence[int | str],
+    z_dims: Sequence[int],
+    inits: Sequence[object] = (),
+    opset: int = 17,
+) -> object:
+    """``out = y + z``: ``nodes`` compute ``y`` from ``x`` (float, symbolic ``H``)."""
+    z = numpy_helper.from_array(np.ones(z_dims, np.float32), "z")
+    add = helper.make_node("Add", ["y", "z"], ["out"], name="skip_add")
+    graph = helper.make_graph(
+        [*nodes, add],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_dims))],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [z, *inits],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _ort_runs(model: object, shape: Sequence[int]) -> bool:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    try:
+        session.run(None, {"x": np.ones(shape, np.float32)})
+    except Exception:  # onnxruntime's refusal (Fail, InvalidArgument, RuntimeException)
+        return False
+    return True
+
+
+def _bcast_runs(model: object, h: int) -> bool:
+    report = bcast.check(model, dims={"H": h})
+    return not any(f.severity is Severity.ERROR for f in report.findings)
+
+
+def _agree(model: object, shape_of: object, sizes: Sequence[int]) -> list[int]:
+    """Check both at every size; return the sizes onnxruntime runs (the test's witness)."""
+    runs = []
+    for h in sizes:
+        expected = _ort_runs(model, shape_of(h))  # type: ignore[operator]
+        assert _bcast_runs(model, h) == expected, f"H={h}: onnxruntime runs: {expected}"
+        if expected:
+            runs.append(h)
+    return runs
+
+
+def _ints(name: str, values: Sequence[int]) -> object:
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def _floats(name: str, values: Sequence[float]) -> object:
+    return numpy_helper.from_array(np.array(values, np.float32), name)
+
+
+# -- ConvTranspose: the U-Net of the issue ---------------------------------------------------
+
+
+def test_unet_skip_add_is_reported_for_odd_heights_as_onnxruntime_fails() -> None:
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class UNet(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Conv2d(3, 8, 3, padding=1)
+            self.d = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+            self.u = nn.ConvTranspose2d(8, 8, 2, stride=2)
+            self.o = nn.Conv2d(8, 2, 1)
+
+        def forward(self, x: object) -> object:
+            a = torch.relu(self.a(x))
+            return self.o(self.u(torch.relu(self.d(a))) + a)
+
+    import io
+
+    buffer = io.BytesIO()
+    torch.onnx.export(
+        UNet().eval(),
+        (torch.randn(1, 3, 32, 32),),
+        buffer,
+        input_names=["x"],
+        output_names=["y"],
+        dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}},
+        opset_version=17,
+        dynamo=False,
+    )
+    model = onnx.load_from_string(buffer.getvalue())
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    for h in (26, 27, 32, 33):
+        try:
+            session.run(None, {"x": np.ones((1, 3, h, 32), np.float32)})
+            ran = True
+        except Exception:
+            ran = False
+        report = bcast.check(model, dims={"height": h, "width": 32})
+        reported = {f.node for f in report.findings if f.severity is Severity.ERROR}
+        assert ran == (h % 2 == 0)  # onnxruntime: 2*((H - 1)//2 + 1) rows against H
+        assert reported == (set() if ran else {"/Add"}), h
+    symbolic = bcast.check(model)
+    assert {f.node for f in symbolic.findings} == {"/Add"}  # fails for some heights
+    assert not symbolic.unmodelled
+
+
+@pytest.mark.parametrize(
+    ("attrs", "z"),
+    [
+        pytest.param({"strides": [2]}, 11, id="k3-s2"),
+        pytest.param({"strides": [2], "pads": [1, 1], "output_padding": [1]}, 12, id="pads-out"),
+        pytest.param({"strides": [3], "dilations": [2]}, 20, id="dilated"),
+        pytest.param({"strides": [2], "auto_pad": "SAME_UPPER"}, 12, id="same-upper"),
+    ],
+)
+def test_conv_transpose_output_matches_onnxruntime(attrs: dict[str, object], z: int) -> None:
+    w = numpy_helper.from_array(np.ones((1, 1, 3), np.float32), "w")
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[3], **attrs)
+    model = _model([node], [1, 1, "H"], [1, 1, z], [w])
+    assert _agree(model, lambda h: (1, 1, h), range(1, 12))
+
+
+# -- pooling that rounds up --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs", "z"),
+    [
+        pytest.param("MaxPool", {"kernel_shape": [2], "strides": [2]}, 4, id="max-k2-s2"),
+        pytest.param(
+            "MaxPool", {"kernel_shape": [2], "strides": [2], "pads": [1, 1]}, 5, id="max-pads"
+        ),
+        pytest.param(
+            "AveragePool", {"kernel_shape": [3], "strides": [3], "pads": [1, 0]}, 3, id="avg"
+        ),
+        pytest.param(
+            "MaxPool",
+            {"kernel_shape": [2], "strides": [3], "dilations": [2], "pads": [1, 1]},
+            3,
+            id="max-dilated",
+        ),
+    ],
+)
+def test_ceil_mode_pooling_matches_onnxruntime(op: str, attrs: dict[str, object], z: int) -> None:
+    node = helper.make_node(op, ["x"], ["y"], ceil_mode=1, **attrs)
+    model = _model([node], [1, 1, "H"], [1, 1, z])
+    assert _agree(model, lambda h: (1, 1, h), range(2, 14))
+
+
+# -- Resize, Upsample, DepthToSpace, SpaceToDepth, Pad, Slice, Split, Tile, Range -------------
+
+
+@pytest.mark.parametrize(
+    ("scale", "z"),
+    [
+        pytest.param(2.0, 10, id="x2"),
+        pytest.param(0.5, 3, id="half"),
+        pytest.param(1.5, 7, id="x1.5"),
+    ],
+)
+def test_resize_by_constant_scales_matches_onnxruntime(scale: float, z: int) -> None:
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")
+    model = _model([node], [1, 1, "H"], [1, 1, z], [_floats("scales", [1.0, 1.0, scale])])
+    assert _agree(model, lambda h: (1, 1, h), range(1, 12))
+
+
+def test_upsample_9_by_constant_scales_matches_onnxruntime() -> None:
+    node = helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")
+    model = _model([node], [1, 1, "H"], [1, 1, 8], [_floats("scales", [1.0, 1.0, 2.0])], opset=9)
+    assert _agree(model, lambda h: (1, 1, h), range(1, 8)) == [4]
+
+
+def test_depth_to_space_matches_onnxruntime() -> None:
+    node = helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)
+    model = _model([node], [1, 4, "H", 2], [1, 1, 6, 4])
+    assert _agree(model, lambda h: (1, 4, h, 2), range(1, 6)) == [3]
+
+
+@pytest.mark.parametrize(
+    ("pads", "z"),
+    [
+        pytest.param([0, 0, 1, 0, 0, 2], 9, id="grow"),
+        pytest.param([0, 0, -1, 0, 0, 0], 5, id="cut"),
+    ],
+)
+def test_pad_by_constant_pads_matches_onnxruntime(pads: list[int], z: int) -> None:
+    node = helper.make_node("Pad", ["x", "pads"], ["y"])
+    model = _model([node], [1, 1, "H"], [1, 1, z], [_ints("pads", pads)])
+    assert _agree(model, lambda h: (1, 1, h), range(1, 10))
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "step", "z"),
+    [
+        pytest.param(1, INT_MAX, 1, 4, id="from-1"),
+        pytest.param(0, -1, 1, 4, id="to-minus-1"),
+        pytest.param(0, INT_MAX, 2, 3, id="step-2"),
+        pytest.param(2, 6, 1, 3, id="clamped-end"),
+        pytest.param(-3, INT_MAX, 1, 3, id="last-3"),
+        pytest.param(-1, -INT_MAX - 1, -1, 5, id="reversed"),
+    ],
+)
+def test_slice_with_constant_bounds_matches_onnxruntime(
+    start: int, end: int, step: int, z: int
+) -> None:
+    inits = [_ints(n, [v]) for n, v in (("s", start), ("e", end), ("a", 2), ("t", step))]
+    node = helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])
+    model = _model([node], [1, 1, "H"], [1, 1, z], inits)
+    assert _agree(model, lambda h: (1, 1, h), range(1, 10))
+
+
+def test_split_in_num_outputs_parts_matches_onnxruntime() -> None:
+    split = helper.make_node("Split", ["x"], ["y", "rest"], axis=2, num_outputs=2)
+    model = _model([split], [1, 1, "H"], [1, 1, 4], opset=18)
+    assert _agree(model, lambda h: (1, 1, h), range(2, 11)) == [2, 7, 8]  # 1 broadcasts
+
+
+def test_tile_by_constant_repeats_matches_onnxruntime() -> None:
+    node = helper.make_node("Tile", ["x", "r"], ["y"])
+    model = _model([node], [1, 1, "H"], [1, 1, 9], [_ints("r", [1, 1, 3])])
+    assert _agree(model, lambda h: (1, 1, h), range(1, 6)) == [3]
+
+
+def test_range_to_a_dim_matches_onnxruntime() -> None:
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], start=2, end=3),
+        helper.make_node("Squeeze", ["shape"], ["limit"]),
+        helper.make_node("Range", ["two", "limit", "three"], ["r"]),
+        helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("two", 2), ("three", 3))
+    ]
+    model = _model(nodes, [1, 1, "H"], [3], inits)
+    assert _agree(model, lambda h: (1, 1, h), range(1, 14)) == [
+        3,
+        4,
+        5,
+        9,
+        10,
+        11,
+    ]  # one position broadcasts
+
+
+def test_constant_of_shape_of_a_shape_chain_is_sized() -> None:
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("ConstantOfShape", ["shape"], ["c"]),
+        helper.make_node("Pad", ["c", "pads"], ["y"]),
+    ]
+    model = _model(nodes, [1, 1, "H"], [1, 1, 5], [_ints("pads", [0, 0, 1, 0, 0, 1])])
+    assert _agree(model, lambda h: (1, 1, h), range(1, 6)) == [3]
