@@ -29,7 +29,28 @@ _COMMANDS: Final[dict[str, tuple[str, str, str | None]]] = {
     "check": (".check_cmd", "check", "check_skeleton"),
     "verify": (".verify_cmd", "verify", "verify_skeleton"),
     "domain": (".domain_cmd", "domain", None),
+    "conformance": (".conformance_cmd", "conformance", "conformance_skeleton"),
 }
+
+
+_READERS: Final = frozenset({"check", "verify", "domain"})
+"""The commands that read models through the isolated worker (`bcast.models.isolation`)."""
+
+
+def _prestart(args: list[str]) -> None:
+    """Start the worker that reads models now, importing the peer library the models need.
+
+    Its start then overlaps the import of the command and the parsing of the first model;
+    the command's own options (``--max-memory``) restart it where they ask for other limits.
+    """
+    kinds = tuple(
+        kind
+        for kind, suffixes in (("onnx", (".onnx",)), ("openvino", (".xml",)))
+        if any(a.lower().endswith(suffixes) for a in args)
+    )
+    from bcast.models.isolation import prestart
+
+    prestart(kinds)
 
 
 def _attribute(module: str, name: str) -> Any:
@@ -50,6 +71,8 @@ class _Commands(BcastGroup):
             close = difflib.get_close_matches(name, list(_COMMANDS), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             ctx.fail(f"No such command {name!r}.{hint}")
+        if name in _READERS and not {"-h", "--help"} & set(args):
+            _prestart(args[1:])
         return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:

@@ -13,7 +13,9 @@ its broadcasting findings; `bcast.models.verification` holds what both verifiers
 
 from __future__ import annotations
 
-from bcast.models.checker import DEFAULT_MAX_ELEMENTS, check_graph, propagate_shapes
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from bcast.models.graph import (
     Finding,
     Graph,
@@ -47,6 +49,23 @@ __all__ = [
     "check_graph",
     "propagate_shapes",
 ]
+
+if TYPE_CHECKING:
+    from bcast.models.checker import DEFAULT_MAX_ELEMENTS, check_graph, propagate_shapes
+
+
+def __getattr__(name: str) -> Any:
+    """Import the checker when it is first used, not with the package.
+
+    The worker process that reads models imports `bcast.models.isolation`, and so this
+    package, without needing the checker.
+    """
+    if name in ("DEFAULT_MAX_ELEMENTS", "check_graph", "propagate_shapes"):
+        value = getattr(importlib.import_module("bcast.models.checker"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 for _cls in (Finding, Graph, ModelError, Node, Report, Rule, Severity, Subgraph, Unchecked):
     _cls.__module__ = __name__  # shown by their public path: bcast.models.ModelError

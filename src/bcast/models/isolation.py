@@ -18,6 +18,7 @@ This module knows no model format.
 from __future__ import annotations
 
 import atexit
+import importlib
 import math
 import os
 import pickle
@@ -196,7 +197,7 @@ def _time_left() -> float | None:
 class _Worker:
     """One worker process: pickled calls in on one pipe, pickled answers out on another."""
 
-    def __init__(self, asked: int | None, memory: int | None) -> None:
+    def __init__(self, asked: int | None, memory: int | None, preload: str = "") -> None:
         self.asked = asked  # the limit asked for (None: the default), to tell when it changes
         self.memory = memory
         self.overrun = False  # the tree passed `memory` during a call: the worker was stopped
@@ -206,7 +207,7 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the parent's bcast
         command = [sys.executable, "-c", "from bcast.models.isolation import serve; serve()"]
         self.process = subprocess.Popen(
-            [*command, str(to_child_r), str(from_child_w), str(memory or 0)],
+            [*command, str(to_child_r), str(from_child_w), str(memory or 0), preload],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -295,17 +296,27 @@ class _Worker:
 _worker: _Worker | None = None
 
 
-def prestart() -> None:
+PRELOADS: Final = {
+    "onnx": ("bcast.onnx.peer",),
+    "openvino": ("bcast.openvino.reader", "openvino"),
+}
+"""What a worker may import before its first call, by the kind of model it will read."""
+
+
+def prestart(kinds: tuple[str, ...] = ()) -> None:
     """Start the worker process now, under the limits in force, if none runs.
 
     Its interpreter then starts while the caller reads the model: the first isolated call
-    does not wait for it.
+    does not wait for it. ``kinds`` (keys of `PRELOADS`: ``"onnx"``, ``"openvino"``) name
+    the peer libraries the worker imports at once, before any model reaches it, so their
+    import overlaps the caller's work too.
     """
     global _worker
     chosen = current_limits()
     if _worker is None or not _worker.alive():
         shutdown()
-        _worker = _Worker(chosen.max_memory, chosen.memory())
+        preload = ",".join(m for k in kinds for m in PRELOADS.get(k, ()))
+        _worker = _Worker(chosen.max_memory, chosen.memory(), preload)
 
 
 def shutdown() -> None:
@@ -424,8 +435,10 @@ def _read_exact(fd: int, size: int) -> bytes | None:
 def serve() -> None:  # pragma: no cover - runs in the worker process
     """Serve calls in the worker process: ``python -c 'from ...isolation import serve; serve()'``.
 
-    Arguments (``sys.argv``): the fd to read calls from, the fd to write answers to, and the
-    memory cap in bytes (0: none). OpenVINO's telemetry is turned off before anything loads.
+    Arguments (``sys.argv``): the fd to read calls from, the fd to write answers to, the
+    memory cap in bytes (0: none) and the modules to import before the first call (comma
+    separated, `PRELOADS`' values). OpenVINO's telemetry is turned off before anything
+    loads.
     """
     sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]
     inbox, outbox, memory = (int(a) for a in sys.argv[1:4])
@@ -433,6 +446,10 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    for module in sys.argv[4].split(",") if len(sys.argv) > 4 and sys.argv[4] else ():
+        if any(module in modules for modules in PRELOADS.values()):
+            with suppress(Exception):  # the first call says what is wrong, in its words
+                importlib.import_module(module)
     while True:
         header = _read_exact(inbox, _HEADER.size)
         if header is None:
