@@ -281,6 +281,7 @@ def test_schemas_ship_in_the_package() -> None:
     assert sorted(p.name for p in folder.glob("*.json")) == [
         "baseline.json",
         "check.json",
+        "conformance.json",
         "domain.json",
         "explain.json",
         "shape.json",
