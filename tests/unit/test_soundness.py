@@ -163,23 +163,87 @@ def test_verify_compares_the_broadcasting_nodes_inside_a_local_function(tmp_path
     assert outcome.skipped == [] and outcome.disagreements == 0
 
 
-def test_verify_lists_each_node_of_an_if_body_it_does_not_compare(tmp_path):
+def test_verify_runs_each_broadcasting_node_of_an_if_body(tmp_path):
     path = _save(tmp_path / "if.onnx", _if_model())
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for cond in (True, False):  # both branches run in the runtime itself
+        feeds = {"c": np.array(cond), "a": np.ones((3, 4), np.float32), "b": np.ones(4, np.float32)}
+        session.run(None, feeds)
     outcome = verify_model(path, runtimes=["onnxruntime"])
-    listed = {(s.node, s.kind.value) for s in outcome.skipped}
-    assert listed == {
-        ("if/then_branch/then_add", "in-body"),
-        ("if/else_branch/else_mul", "in-body"),
+    ran = {(n.node, n.op, "onnxruntime" in n.comparisons) for n in outcome.nodes}
+    assert ran == {
+        ("if/then_branch/then_add", "Add", True),
+        ("if/else_branch/else_mul", "Mul", True),
     }
+    assert outcome.skipped == [] and outcome.disagreements == 0
     result = _cli("verify", path, "--runtime", "onnxruntime", "--json")
     data = json.loads(result.stdout)
     jsonschema.validate(data, load_schema("verify"))
-    assert data["summary"]["skipped"] == 2
+    assert data["summary"]["skipped"] == 0 and result.exit_code == 0
 
 
-def test_verify_never_says_every_runtime_agrees_without_what_it_did_not_compare(tmp_path):
+def _loop_model() -> onnx.ModelProto:
+    """A Loop whose body adds the outer ``b`` [4] to its carried ``x`` [n,4] three times."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+            helper.make_node("Add", ["x_in", "b"], ["x_out"], name="body_add"),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x_in", F, ["n", 4]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x_out", F, ["n", 4]),
+        ],
+    )
+    node = helper.make_node("Loop", ["trips", "", "x"], ["y"], name="loop", body=body)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info("x", F, ["n", 4]),
+            helper.make_tensor_value_info("b", F, [4]),
+        ],
+        [helper.make_tensor_value_info("y", F, ["n", 4])],
+        [helper.make_tensor("trips", TensorProto.INT64, [], [3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_verify_runs_the_broadcasting_node_of_a_loop_body(tmp_path):
+    path = _save(tmp_path / "loop.onnx", _loop_model())
+    feeds = {"x": np.zeros((2, 4), np.float32), "b": np.arange(4, dtype=np.float32)}
+    (y,) = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_array_equal(y, np.tile(3 * np.arange(4, dtype=np.float32), (2, 1)))
+    outcome = verify_model(path, runtimes=["onnxruntime"], dims={"n": 2})
+    (run,) = outcome.nodes
+    assert (run.node, run.op) == ("loop/body/body_add", "Add")
+    assert [str(shape) for _, shape in run.inputs] == ["[2,4]", "[4]"]
+    assert run.comparisons["onnxruntime"].agree and outcome.skipped == []
+
+
+def _if_model_reading_an_unknown_rank() -> onnx.ModelProto:
     model = _if_model()
-    extra = helper.make_node("Add", ["a", "b"], ["top"], name="top_add")
+    model.graph.input[2].type.tensor_type.ClearField("shape")  # b: rank unknown
+    return model
+
+
+def test_verify_lists_each_body_node_it_cannot_run_and_says_so_last(tmp_path):
+    path = _save(tmp_path / "if.onnx", _if_model_reading_an_unknown_rank())
+    outcome = verify_model(path, runtimes=["onnxruntime"])
+    listed = {(s.node, s.kind.value) for s in outcome.skipped}
+    assert listed == {
+        ("if/then_branch/then_add", "unknown-shape"),
+        ("if/else_branch/else_mul", "unknown-shape"),
+    }
+    model = _if_model_reading_an_unknown_rank()
+    extra = helper.make_node("Add", ["a", "a"], ["top"], name="top_add")
     model.graph.node.append(extra)
     model.graph.output.append(helper.make_tensor_value_info("top", F, None))
     path = _save(tmp_path / "if_and_add.onnx", model)

@@ -151,8 +151,12 @@ def propagate_shapes(
     dims: Mapping[str, int] | None = None,
     derive: Derive | None = None,
     over_intervals: bool = False,
+    outer: Mapping[str, Shape] | None = None,
 ) -> dict[str, Shape]:
     """Return the shape of every value of ``graph``, as `check_graph` propagates them.
+
+    ``outer`` holds the enclosing graph's values where ``graph`` is an If, Loop or Scan
+    body (`bcast.models.Subgraph`): the body reads them; they are returned with its own.
 
     ``derive`` gives the output shapes of a node that does not broadcast from the shapes
     known so far (None where it knows none); they fill what the peer's shapes leave unknown
@@ -172,6 +176,7 @@ def propagate_shapes(
         dict(dims or {}),
         DEFAULT_MAX_ELEMENTS,
         None,
+        outer,
         quiet=True,
         derive=derive,
         fill=more_named if over_intervals else more_precise,

@@ -73,11 +73,12 @@ from bcast.models.verification import (
 )
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.backend import SUPPORTED_OPS, run_node
-from bcast.onnx.coverage import OPERATOR, in_bodies, inlined
+from bcast.onnx.coverage import OPERATOR, inlined
 from bcast.onnx.one_node import REFERENCE_OPS, check_request, one_node_model, run_reference
-from bcast.onnx.peer import infer_isolated, run_onnxruntime, run_openvino
+from bcast.onnx.peer import run_onnxruntime, run_openvino
 from bcast.onnx.probe import Probed, is_open, probe_inputs, with_probe
 from bcast.onnx.reader import load_model, read_onnx
+from bcast.onnx.verify_bodies import body_nodes, constant_tensors, elem_types
 from bcast.onnx.verify_quant import QUANT_OPS, concrete_quant
 
 __all__ = ["Comparison", "NodeRun", "Result", "Verification", "verify_model"]
@@ -141,19 +142,29 @@ def verify_model(
     graph.path = path  # read from the proto: messages (a cycle) name the file
     shapes = propagate_shapes(graph, dims=dims)
     computed = {k: bind_dims(v, dims or {}) for k, v in graph.shape_values.items()}
-    probed = probe_inputs(model, graph.nodes, shapes, _constant_tensors(model), dims or {}, seed)
+    probed = probe_inputs(model, graph.nodes, shapes, constant_tensors(model), dims or {}, seed)
     usable, notes = _runners(runtimes)
     outcome = Verification(path, list(usable), seed, notes=notes)
     outcome.unused_dims = unused_dims([graph], dims or {})
     protos = list(model.graph.node)
-    types = _elem_types(model)
-    tensors = _Tensors(_constant_tensors(model), folder, path)
+    types = elem_types(model)
+    tensors = _Tensors(constant_tensors(model), folder, path)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
-    for inner, where in in_bodies(graph.nodes):  # listed, never left out silently
-        outcome.skip(inner.name, inner.op, Skip.IN_BODY, where)
-    for index, node in enumerate(graph.nodes):
-        if not broadcasting(node):
+    # (seed index, node, proto, its values' shapes, shape values, probed shapes)
+    jobs: list[tuple[int, Node, onnx.NodeProto, Mapping[str, Shape], Mapping[str, Shape], Probed]]
+    jobs = [
+        (index, node, protos[index], shapes, computed, probed)
+        for index, node in enumerate(graph.nodes)
+        if broadcasting(node)
+    ]
+    for body in body_nodes(graph, protos, shapes, dims or {}):  # If/Loop/Scan bodies
+        if body.why:  # listed, never left out silently
+            outcome.skip(body.node.name, body.node.op, Skip.IN_BODY, body.why)
             continue
+        body_computed = {k: bind_dims(v, dims or {}) for k, v in body.computed.items()}
+        index = len(graph.nodes) + len(jobs)  # its own seed, after every main-graph node's
+        jobs.append((index, body.node, body.proto, body.shapes, body_computed, ({}, {})))
+    for index, node, proto, known, targets, measured in jobs:
         quant = node.op in QUANT_OPS  # an operator rule in check; run here through bcast.ops
         if node.rule is Rule.OPERATOR and not quant:
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, OPERATOR)
@@ -164,11 +175,11 @@ def verify_model(
         if node.rule not in _RULES and not quant:  # Add & co. before opset 7: `broadcast`
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, _LEGACY)
             continue
-        operands = [shapes.get(name, Shape.dynamic()) if name else None for name in node.inputs]
+        operands = [known.get(name, Shape.dynamic()) if name else None for name in node.inputs]
         if quant:
             planned: _Concrete | str = concrete_quant(node, operands, tensors.protos)
         else:
-            planned = _concrete(node, operands, tensors, computed, probed)
+            planned = _concrete(node, operands, tensors, targets, measured)
         if isinstance(planned, str):
             outcome.skip(node.name, node.op, Skip.UNKNOWN_SHAPE, planned)
             continue
@@ -192,10 +203,10 @@ def verify_model(
         run = NodeRun(node.name, node.op, shown)
         args = [feeds[name] for name in node.inputs if name]
         ours = run_node if node.op in SUPPORTED_OPS else run_reference
-        run.results["bcast"] = attempt(ours, protos[index], args, opset_version=opset)
+        run.results["bcast"] = attempt(ours, proto, args, opset_version=opset)
         try:
             one: onnx.ModelProto | HarnessError = one_node_model(
-                model, protos[index], feeds, tensors.protos, opset
+                model, proto, feeds, tensors.protos, opset
             )
         except Exception as err:  # bcast's own failure: no runtime is blamed for it
             one = HarnessError(f"cannot build the one-node model: {err}")
@@ -407,33 +418,6 @@ def _concrete_gemm(node: Node, shapes: Sequence[Shape]) -> tuple[list[tuple[int,
         result.append(c)
         return result, output_elements([(m, n), c])
     return result, m * n
-
-
-def _elem_types(model: onnx.ModelProto) -> dict[str, int]:
-    types: dict[str, int] = {}
-    try:
-        inferred = infer_isolated(model, data_prop=False)
-    except IsolationError:
-        raise
-    except Exception:  # the peer giving up only costs us the types: float32 then
-        inferred = model
-    graph = inferred.graph
-    for info in [*graph.input, *graph.value_info, *graph.output]:
-        if info.type.HasField("tensor_type") and info.type.tensor_type.elem_type:
-            types[info.name] = info.type.tensor_type.elem_type
-    for init in graph.initializer:
-        types[init.name] = init.data_type
-    return types
-
-
-def _constant_tensors(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
-    found = {init.name: init for init in model.graph.initializer}
-    for node in model.graph.node:
-        if node.op_type == "Constant" and node.output:
-            for attr in node.attribute:
-                if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
-                    found[node.output[0]] = attr.t
-    return found
 
 
 def _elem_type(node: Node, index: int, types: Mapping[str, int]) -> int:
