@@ -625,9 +625,8 @@ def write_docs(manifest: dict[str, Any]) -> None:
                 lines.append(f"- `{name}`, {s}: `{msg[:400]}`")
     if not any_valid_fail:
         lines.append("None.")
+    lines += ["", *HALF_COPIES, *deployed_section()]
     lines += [
-        "",
-        *HALF_COPIES,
         "## Rebuilding",
         "",
         "```bash",
@@ -639,6 +638,16 @@ def write_docs(manifest: dict[str, Any]) -> None:
         "",
     ]
     DOCS.write_text("\n".join(lines))
+
+
+def deployed_section() -> list[str]:
+    """The docs' section on tests/fixtures/deployed (tools/real_models/deployed.py), kept."""
+    text = DOCS.read_text() if DOCS.exists() else ""
+    head = "## Deployed models (issue 37)"
+    if head not in text:
+        return []
+    start = text.index(head)
+    return text[start : text.index("\n## ", start + len(head)) + 1].splitlines()
 
 
 # --------------------------------------------------------------------------- main
