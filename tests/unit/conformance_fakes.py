@@ -34,7 +34,8 @@ def install(folder: Path) -> None:
     shutil.copy(__file__, folder / "bcast_fake_runtimes.py")
     info = folder / "bcast_fake_runtimes-0.1.dist-info"
     info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bcast-fake-runtimes\nVersion: 0.1\n")
+    meta = "Metadata-Version: 2.1\nName: bcast-fake-runtimes\nVersion: 0.1\n"
+    (info / "METADATA").write_text(meta)
     lines = ["[bcast.conformance_runtimes]"]
     lines += [f"{name} = bcast_fake_runtimes:{cls}" for name, cls in RUNTIMES.items()]
     (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
@@ -71,7 +72,7 @@ class Swapper(Honest):
     name: ClassVar[str] = "swapper"
 
     def run(self, model: bytes, inputs: Any, *, config: Any, path: str) -> list[np.ndarray]:
-        proto, (a, b) = _operands(model, inputs)
+        _proto, (a, b) = _operands(model, inputs)
         out = np.subtract(b, a)
         return [np.asarray(out, dtype=a.dtype)]
 
@@ -91,7 +92,7 @@ class Lenient(Honest):
     name: ClassVar[str] = "lenient"
 
     def run(self, model: bytes, inputs: Any, *, config: Any, path: str) -> list[np.ndarray]:
-        proto, (a, b) = _operands(model, inputs)
+        _proto, (a, b) = _operands(model, inputs)
         try:
             np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
@@ -105,7 +106,7 @@ class Refuser(Honest):
     name: ClassVar[str] = "refuser"
 
     def run(self, model: bytes, inputs: Any, *, config: Any, path: str) -> list[np.ndarray]:
-        proto, operands = _operands(model, inputs)
+        _proto, operands = _operands(model, inputs)
         if any(x.size == 0 for x in operands):
             raise RuntimeError("zero-size tensors are not supported")
         return super().run(model, inputs, config=config, path=path)
@@ -117,7 +118,7 @@ class Aborter(Honest):
     name: ClassVar[str] = "aborter"
 
     def run(self, model: bytes, inputs: Any, *, config: Any, path: str) -> list[np.ndarray]:
-        proto, operands = _operands(model, inputs)
+        _proto, operands = _operands(model, inputs)
         if any(x.ndim == 0 for x in operands):
             os.abort()
         return super().run(model, inputs, config=config, path=path)

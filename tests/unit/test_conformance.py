@@ -23,7 +23,7 @@ from bcast.onnx.conformance.kit import Kit, run_kit
 from bcast.onnx.conformance.report import clusters, write_repro, write_suite
 
 sys.path.insert(0, str(Path(__file__).parent))
-import conformance_fakes  # noqa: E402
+import conformance_fakes
 
 
 @pytest.fixture(scope="module")
@@ -89,9 +89,10 @@ def test_cases_have_edge_shapes_values_and_pairs_that_must_be_refused() -> None:
         assert decide(case) is None
     refused = {c.shapes for c in cases if not c.valid}
     assert ("[3]", "[2]") in refused and ("[2,1]", "[0,3]") in refused  # NumPy refuses both
-    for a_shape, b_shape in refused:
+    for pair in refused:
+        dims = [tuple(int(d) for d in text.strip("[]").split(",")) for text in pair]
         with pytest.raises(ValueError):
-            np.broadcast_shapes(*(tuple(int(d) for d in s.strip("[]").split(",")) for s in (a_shape, b_shape)))
+            np.broadcast_shapes(*dims)
 
 
 def test_symbolic_cases_declare_every_dim_as_a_dim_param() -> None:
@@ -179,7 +180,8 @@ def test_a_repro_reproduces_alone(registered: Path, tmp_path: Path) -> None:
     for k, cluster in enumerate(c for c in clusters(kit) if c.defect):
         folder = Path(write_repro(str(tmp_path / f"r{k}"), cluster))
         model, feeds, expected = _load_case(folder)
-        got = runtimes[cluster.label].run(model, feeds, config={}, path=str(folder / "model.onnx"))[0]
+        runtime = runtimes[cluster.label]
+        got = runtime.run(model, feeds, config={}, path=str(folder / "model.onnx"))[0]
         if cluster.verdict == "accepts_invalid":
             assert expected is None  # bcast refuses: the runtime still answers
         elif cluster.verdict == "wrong_shape":

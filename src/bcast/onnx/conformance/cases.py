@@ -248,7 +248,8 @@ def _edge_case(
     attrs = dict(variant)
     if spec.family == "quant":
         x = edge_values(np_dtype(combo[0]), "any")
-        scale = np.asarray(np.array(0.5, np.float32).astype(np_dtype(combo[1])))
+        half = 0.5 if is_float(np_dtype(combo[1])) else 2.0  # an integer scale is never 0
+        scale = np.asarray(np.array(half, np.float32).astype(np_dtype(combo[1])))
         zero = np.zeros((), np_dtype(combo[2]))
         inputs = [x, scale, zero]
     elif spec.family == "expand":

@@ -45,6 +45,8 @@ BINARY: Final[tuple[Row, ...]] = (
     ("mismatch", "[2,1]", "[0,3]"),
 )
 VARIADIC3: Final[tuple[Row, ...]] = (
+    ("same", "[2,3]", "[2,3]", "[2,3]"),
+    ("stretch", "[2,3]", "[3]", "[1,3]"),  # the first input has the output's shape
     ("stretch", "[2,1,3]", "[1,4,1]", "[3]"),
     ("scalar", "[]", "[2]", "[1,2]"),
     ("stretch", "[2]", "[1]", "[2,1]"),  # the first input is not the output's shape

@@ -169,7 +169,28 @@ def run_kit(
         for task in tasks
         for case, outcome in zip(cases, outcomes[task.label], strict=True)
     ]
-    return Kit(infos, cases, records, dropped, seed, time.monotonic() - start)
+    return Kit(infos, cases, _gaps(records), dropped, seed, time.monotonic() - start)
+
+
+def _gaps(records: list[Record]) -> list[Record]:
+    """Blame a refusal on the element types where the runtime refuses every valid case.
+
+    A runtime without a kernel for, say, bfloat16 Max also refuses the bfloat16 case whose
+    NaNs the operator text leaves open; that refusal is the missing kernel
+    (``refuses_valid``), not an answer to the undefined values (``spec_undefined``).
+    """
+    valid: dict[tuple[str, str, tuple[str, ...]], list[bool]] = {}
+    for r in records:
+        if r.case.valid:
+            valid.setdefault((r.label, r.case.op, r.case.dtypes), []).append(r.verdict.refused)
+    out = []
+    for r in records:
+        refusals = valid.get((r.label, r.case.op, r.case.dtypes), [])
+        if r.verdict.verdict == "spec_undefined" and r.verdict.refused and all(refusals):
+            why = "it refuses every valid case of these element types: " + r.verdict.got
+            r = Record(r.case, r.label, Verdict("refuses_valid", why, r.verdict.got, True))
+        out.append(r)
+    return out
 
 
 def builtin_names() -> list[str]:

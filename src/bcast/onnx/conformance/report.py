@@ -67,7 +67,7 @@ def clusters(kit: Kit) -> list[Cluster]:
         if r.case.valid:
             key = (r.label, r.case.op, r.case.dtypes)
             valid_by_type[key] += 1
-            refused_by_type[key] += r.verdict.verdict == "refuses_valid"
+            refused_by_type[key] += r.verdict.refused
     groups: dict[tuple[str, str, str, str], list[Record]] = defaultdict(list)
     for r in kit.records:
         verdict = r.verdict.verdict

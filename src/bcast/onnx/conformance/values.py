@@ -138,7 +138,9 @@ def draw(
             values = rng.choice(_FLOAT_GRID, shape)
         return np.asarray(np.asarray(values, np.float32).astype(dtype))
     lo, hi = _int_range(dtype)
-    if role == "zero_point":
+    if role == "scale":  # an integer scale (QuantizeLinear-21 on int32 x): 1 to 4
+        lo, hi = 1, min(hi, 4)
+    elif role == "zero_point":
         lo, hi = max(lo, -2), min(hi, 2)
     elif role in {"exponent", "count"}:
         lo, hi = 0, min(hi, 3)

@@ -52,6 +52,7 @@ class Verdict:
     verdict: str
     detail: str = ""
     got: str = ""  # the runtime's answer in a few words: a shape and type, or its error
+    refused: bool = False  # the runtime refused the model or the run
 
 
 def _describe(y: Array) -> str:
@@ -84,13 +85,13 @@ def judge(case: Case, outcome: Outcome) -> Verdict:
         return Verdict("crash", outcome.message + again, "crash")
     if not case.valid:
         if outcome.kind == "refused":
-            return Verdict("agree", got=outcome.message)
+            return Verdict("agree", got=outcome.message, refused=True)
         shapes = ", ".join(_describe(np.asarray(y)) for y in outcome.outputs or [])
         return Verdict("accepts_invalid", f"bcast: {case.refusal}", shapes)
     if outcome.kind == "refused":
         if case.mask is not None and case.mask.any():
-            return Verdict("spec_undefined", ", ".join(case.spec), outcome.message)
-        return Verdict("refuses_valid", outcome.message, outcome.message)
+            return Verdict("spec_undefined", ", ".join(case.spec), outcome.message, True)
+        return Verdict("refuses_valid", outcome.message, outcome.message, True)
     assert case.expected is not None
     outputs = outcome.outputs or []
     if not outputs:

@@ -1,0 +1,127 @@
+"""The ``bcast conformance`` command: JSON against its schema, formats, exit codes, --out.
+
+The runtimes are the deliberately wrong plug-ins of `conformance_fakes` and, for one real
+run, onnxruntime with the ONNX reference evaluator on a subset where they agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner, Result
+
+from bcast.cli import main
+from bcast.cli._output import load_schema
+
+sys.path.insert(0, str(Path(__file__).parent))
+import conformance_fakes
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("plugins")
+    conformance_fakes.install(folder)
+    return folder
+
+
+@pytest.fixture
+def registered(plugins: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.syspath_prepend(str(plugins))
+    path = [str(plugins), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
+    return plugins
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, ["conformance", *args], env={"COLUMNS": "80"})
+
+
+def test_json_is_one_object_of_the_schema_and_defects_exit_1(registered: Path) -> None:
+    result = run("--runtime", "swapper,ghost", "--ops", "Sub", "--limit", "12", "--json")
+    assert result.exit_code == 1
+    obj = json.loads(result.stdout)
+    jsonschema.validate(obj, load_schema("conformance"))
+    assert obj["schema_version"] == 1 and obj["error"] is None
+    ghost = next(r for r in obj["runtimes"] if r["name"] == "ghost")
+    assert ghost["available"] is False and ghost["reason"]
+    finding = next(f for f in obj["findings"] if f["verdict"] == "wrong_value")
+    assert finding["runtime"] == "swapper" and finding["op"] == "Sub" and finding["defect"]
+    assert finding["dtypes"] and finding["shapes"] and finding["repro"] is None
+    assert "bcast conformance" not in result.stderr  # --json: no progress
+
+
+def test_no_defect_exits_0_and_spec_undefined_does_not_count(registered: Path) -> None:
+    result = run("--runtime", "honest", "--ops", "Div", "--json")
+    obj = json.loads(result.stdout)
+    jsonschema.validate(obj, load_schema("conformance"))
+    assert obj["summary"]["verdicts"]["spec_undefined"] > 0
+    assert {f["verdict"] for f in obj["findings"]} == {"spec_undefined"}
+    assert all(f["spec"] and not f["defect"] for f in obj["findings"])
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--runtime", "no-such-runtime"], id="unknown-runtime"),
+        pytest.param(["--ops", "Conv"], id="unknown-op"),
+        pytest.param(["--runtime", ","], id="empty-runtime-list"),
+        pytest.param(["--format", "text", "--json"], id="json-and-text"),
+    ],
+)
+def test_bad_usage_exits_2_with_one_line_and_the_json_error(args: list[str]) -> None:
+    result = run(*args, "--json")
+    assert result.exit_code == 2
+    obj = json.loads(result.stdout)
+    jsonschema.validate(obj, load_schema("conformance"))
+    assert obj["error"]["kind"] == "usage"
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_text_card_fits_80_columns_and_out_writes_repros_and_suite(
+    registered: Path, tmp_path: Path
+) -> None:
+    result = run("--runtime", "shaper", "--ops", "Sub", "--limit", "10", "--out", str(tmp_path))
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "card: shaper" in result.stdout and "wrong_shape (defect)" in result.stdout
+    assert "bcast conformance: ran" in result.stderr  # progress
+    repros = sorted((tmp_path / "repros").iterdir())
+    assert repros and (repros[0] / "model.onnx").exists()
+    assert (repros[0] / "test_data_set_0" / "output_0.pb").exists()
+    assert json.loads((repros[0] / "repro.json").read_text())["verdict"] == "wrong_shape"
+    assert f"repro: {repros[0]}" in result.stdout.replace("\n      ", "")
+    assert any((tmp_path / "suite").iterdir()) and any((tmp_path / "suite-must-refuse").iterdir())
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_markdown_and_html_reports(registered: Path, fmt: str) -> None:
+    result = run("--runtime", "lenient", "--ops", "Sub", "--limit", "10", "--format", fmt)
+    assert result.exit_code == 1
+    if fmt == "markdown":
+        assert "| op | agree | wrong_value |" in result.stdout
+        assert "| lenient | Sub | accepts_invalid |" in result.stdout
+    else:
+        assert result.stdout.lstrip().startswith("<!DOCTYPE html>")
+        assert "accepts_invalid" in result.stdout
+
+
+def test_onnxruntime_and_the_reference_agree_with_bcast_on_a_small_real_run() -> None:
+    # operators both runtimes implement for every type the schemas allow
+    result = run(
+        "--runtime", "onnxruntime,reference", "--ops", "BitShift,BitwiseAnd,And,Xor",
+        "--limit", "25", "--json",
+    )  # fmt: skip
+    obj = json.loads(result.stdout)
+    assert [r["name"] for r in obj["runtimes"]] == ["onnxruntime", "reference"]
+    assert all(r["version"] for r in obj["runtimes"])
+    verdicts = obj["summary"]["verdicts"]
+    assert verdicts["agree"] > 100
+    assert obj["findings"] == [], obj["findings"]
+    assert result.exit_code == 0
