@@ -40,6 +40,9 @@ FILES: dict[str, Any] = MANIFEST["files"]
 # Engineers A and B are fixing these; a strict xfail fails loudly once the fix lands.
 XFAIL_VALID: dict[str, str] = {}
 XFAIL_MUTANT: dict[str, str] = {
+    "unet2_torchscript__inner_output_padding_1.onnx": "free dims: an error at /Concat (right);"
+    " with height=32, width=32 bound the Concat's 17 vs 16 on axis 2 is not reported, only the"
+    " Add after it (34 vs 32)",
     "lstm_torchscript__B_255.onnx": "LSTM's B [1,255] for hidden 32 (ONNX: [num_directions, "
     "8*hidden_size]) is not checked; onnxruntime rejects it at run",
 }
@@ -311,7 +314,8 @@ def test_verify_leaves_no_broadcasting_node_silently_uncompared(name: str) -> No
 
     from bcast.cli import main
 
-    result = CliRunner().invoke(main, ["verify", "--json", str(HERE / name)])
+    args = ["verify", "--json", "--runtime", "onnxruntime", str(HERE / name)]
+    result = CliRunner().invoke(main, args)
     data = json.loads(result.stdout)
     seen = {n["node"] for n in data["nodes"]} | {s["node"] for s in data["skipped"]}
     every = _broadcasting_nodes(name)

@@ -240,6 +240,18 @@ MUTANTS: list[dict[str, Any]] = [
         },
     },
     {
+        "file": "unet2_torchscript__inner_output_padding_1.onnx",
+        "base": "unet2_torchscript.onnx",
+        "attribute": {"node": "/u2/ConvTranspose", "name": "output_padding", "ints": [1, 1]},
+        "bug": "Concat skip off by one: the inner ConvTranspose's output_padding 1",
+        "expected": {
+            "node": "/Concat",
+            "axis": 2,
+            "why": "Concat(ConvTranspose [batch,8,2*(H/4)+1,..], skip [batch,8,H/2,..]) on "
+            "axis 1: axes 2 and 3 must be equal, 17 vs 16 at 32x32",
+        },
+    },
+    {
         **_cut(
             "lraspp_torchscript.onnx",
             "m.classifier.high_classifier.bias",
@@ -581,6 +593,8 @@ def main(argv: list[str]) -> int:
                 "defaults": base["defaults"],
             }
             print(f"mutant {m['file']}: {change}")
+    order = [*deployed_models.BUILDERS, *(m["file"] for m in MUTANTS)]
+    manifest["files"] = dict(sorted(manifest["files"].items(), key=lambda kv: order.index(kv[0])))
     done = set(names) | {m["file"] for m in mutants}
     for name, e in manifest["files"].items():
         if name in done:

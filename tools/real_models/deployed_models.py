@@ -286,6 +286,53 @@ def unet(path: str, opset: int = 17) -> dict[str, Any]:
     }
 
 
+def unet2(path: str) -> dict[str, Any]:
+    """A two-level U-Net: a Concat skip inside, an additive skip outside; H, W multiples of 4."""
+    import torch
+    from torch import nn
+
+    class U2(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Conv2d(3, 8, 3, padding=1)
+            self.d1 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+            self.d2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+            self.u2 = nn.ConvTranspose2d(16, 8, 2, stride=2)
+            self.m = nn.Conv2d(16, 8, 3, padding=1)
+            self.u1 = nn.ConvTranspose2d(8, 8, 2, stride=2)
+            self.o = nn.Conv2d(8, 2, 1)
+
+        def forward(self, x: Any) -> Any:
+            a = torch.relu(self.a(x))
+            b = torch.relu(self.d1(a))
+            c = torch.relu(self.d2(b))
+            m = torch.relu(self.m(torch.cat([self.u2(c), b], dim=1)))
+            return self.o(self.u1(m) + a)
+
+    models._seed()
+    _export(
+        U2().eval(),
+        (torch.randn(1, 3, 32, 32),),
+        path,
+        ["x"],
+        {"x": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch"}},
+    )
+    return {
+        "architecture": "two-level U-Net: Conv(stride 2) x2, ConvTranspose(2, stride 2) x2, a "
+        "Concat skip at the inner level and an additive skip at the outer one",
+        "how": "torchscript export (opset 17), dynamic batch/height/width",
+        "inputs": {"x": _spec(["batch", 3, "height", "width"])},
+        "defaults": {"batch": 1, "height": 32, "width": 32},
+        "probes": [
+            {"height": 28, "width": 32},
+            {"height": 26, "width": 32},
+            {"height": 30, "width": 32},
+            {"height": 32, "width": 36},
+            {"height": 32, "width": 34},
+        ],
+    }
+
+
 def lraspp(path: str) -> dict[str, Any]:
     """torchvision LRASPP on a MobileNetV3-Large backbone at width 0.25, dynamic H/W."""
     import torch
@@ -870,6 +917,7 @@ BUILDERS: dict[str, Any] = {
     "llama_nncf_int4_openvino.xml": lambda p: llama_nncf(p, "int4"),
     "gpt2_kv_torchscript.onnx": gpt2_kv,
     "unet_torchscript.onnx": unet,
+    "unet2_torchscript.onnx": unet2,
     "lraspp_torchscript.onnx": lraspp,
     "sd_unet_torchscript.onnx": sd_unet,
     "sd_vae_decoder_torchscript.onnx": sd_vae_decoder,
