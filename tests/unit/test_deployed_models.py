@@ -244,6 +244,9 @@ def _points(entry: dict[str, Any], domain: Any) -> list[dict[str, int]]:
             edges |= {lo, lo - 1}
             if hi is not None:
                 edges |= {hi, hi + 1}
+        if congruence := getattr(dim, "congruence", None):  # "a multiple of m": m apart too
+            nxt = parts[0][0] + congruence[0]
+            edges |= {nxt - 1, nxt, nxt + 1}
         points += [{ours: v} for v in sorted(edges) if 1 <= v <= 4096]
     unique = {json.dumps(p, sort_keys=True): p for p in points}  # IR: one dim, two names
     return list(unique.values())
