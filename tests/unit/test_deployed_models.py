@@ -183,8 +183,11 @@ def test_a_valid_deployed_model_has_no_error_and_says_what_it_does_not_model(nam
     unmodelled = {u["node"] for u in data["coverage"]["unmodelled"]}
     if name.endswith(".onnx"):
         model = onnx.load(HERE / name)
-        # every top-level node is seen: none is silently dropped from the count
-        assert data["nodes"] >= len(model.graph.node)
+        functions = {(f.domain, f.name): f for f in model.functions}
+        # every node is counted, in If/Loop bodies and in each call of a function too, and
+        # every element-wise broadcasting node among them: none is silently dropped
+        assert data["nodes"] == len(_all_nodes(model.graph, functions))
+        assert data["coverage"]["broadcasting_nodes"] >= len(_broadcasting_nodes(name))
         assert _unmodelled_expected(HERE / name) <= unmodelled
 
 
