@@ -14,7 +14,9 @@ Third parties register a runtime in the entry point group ``bcast.conformance_ru
     myruntime = "mypackage.conformance:MyRuntime"
 
 Built-in names win over plug-ins of the same name. Runtimes are only ever constructed in
-the worker processes of `bcast.onnx.conformance.workers`.
+the worker processes of `bcast.onnx.conformance.workers`. A configuration that holds
+`bcast.onnx.conformance.narrow.WIDEN` gets narrow-typed inputs and outputs (bfloat16, float8,
+4-bit) through lossless Cast nodes, for Python APIs that cannot take such arrays.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from typing import Any, ClassVar, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from bcast.onnx.conformance.narrow import WIDEN
 
 __all__ = [
     "BUILTIN",
@@ -77,16 +81,11 @@ class OnnxruntimeRuntime:
     def configurations(self) -> list[dict[str, str]]:
         """One configuration: CPU, one intra-op thread, graph optimizations on (the default).
 
-        Its Python API cannot feed or fetch bfloat16, float8 or 4-bit arrays: such graph
-        inputs and outputs cross it as float32 (int8, uint8) through lossless Cast nodes.
+        Its Python API cannot feed or fetch bfloat16, float8 or 4-bit arrays: they cross it
+        through lossless Cast nodes (`bcast.onnx.conformance.narrow.WIDEN`).
         """
-        return [
-            {
-                "provider": "CPUExecutionProvider",
-                "intra_op_num_threads": "1",
-                "narrow_types": "through lossless Cast nodes",
-            }
-        ]
+        config = {"provider": "CPUExecutionProvider", "intra_op_num_threads": "1"}
+        return [{**config, **WIDEN}]
 
     def run(
         self, model: bytes, inputs: Mapping[str, Array], *, config: Mapping[str, str], path: str
@@ -96,10 +95,8 @@ class OnnxruntimeRuntime:
         options.log_severity_level = 4
         options.intra_op_num_threads = int(config.get("intra_op_num_threads", "1"))
         options.inter_op_num_threads = 1
-        model, feeds, narrow = _widen(model, inputs)
         session = self._ort.InferenceSession(model, options, providers=[config["provider"]])
-        outputs = [np.asarray(y) for y in session.run(None, feeds)]
-        return [y if n is None else y.astype(n) for y, n in zip(outputs, narrow, strict=True)]
+        return [np.asarray(y) for y in session.run(None, dict(inputs))]
 
 
 class ReferenceRuntime:
@@ -158,69 +155,6 @@ class TractRuntime:
         runnable = inference.into_model().into_runnable()
         outputs = runnable.run([np.asarray(inputs[n], order="C") for n in names])  # 0-d stays
         return [np.asarray(y.to_numpy()) for y in outputs]
-
-
-_WIDE: Final = {"int4": "int8", "int2": "int8", "uint4": "uint8", "uint2": "uint8"}
-
-
-def _widen(model: bytes, inputs: Mapping[str, Array]) -> tuple[bytes, dict[str, Array], list[Any]]:
-    """Let narrow-typed graph inputs and outputs cross onnxruntime's Python API.
-
-    Each bfloat16, float8, float4 or 4- and 2-bit input becomes a float32 (int8, uint8)
-    input cast to its type before the node; each such output is cast to the wide type
-    after it. The values are exact both ways (saturate=0 keeps float8 infinities).
-    Returns the model, the feeds and, per output, the NumPy dtype to cast it back to
-    (None when it was not widened).
-    """
-    import onnx
-    from onnx import TensorProto, helper
-
-    proto = onnx.ModelProto()
-    proto.ParseFromString(model)
-    graph = proto.graph
-    feeds = dict(inputs)
-
-    def wide_of(elem: int) -> int | None:
-        name = TensorProto.DataType.Name(elem).lower()
-        if name in _WIDE:
-            return int(TensorProto.DataType.Value(_WIDE[name].upper()))
-        if name.startswith(("bfloat16", "float8", "float4")):
-            return int(TensorProto.FLOAT)
-        return None
-
-    def cast(source: str, target: str, to: int) -> onnx.NodeProto:
-        name = TensorProto.DataType.Name(to).lower()
-        extra = {"saturate": 0} if name.startswith(("float8", "float4")) else {}
-        return helper.make_node("Cast", [source], [target], to=to, **extra)
-
-    before, after = [], []
-    for value in graph.input:
-        elem = value.type.tensor_type.elem_type
-        wide = wide_of(elem)
-        if wide is None:
-            continue
-        before.append(cast(value.name + "__wide", value.name, elem))
-        feeds[value.name + "__wide"] = feeds.pop(value.name).astype(
-            helper.tensor_dtype_to_np_dtype(wide)
-        )
-        value.name += "__wide"
-        value.type.tensor_type.elem_type = wide
-    narrow: list[Any] = []
-    for value in graph.output:
-        elem = value.type.tensor_type.elem_type
-        wide = wide_of(elem)
-        narrow.append(None if wide is None else helper.tensor_dtype_to_np_dtype(elem))
-        if wide is None:
-            continue
-        after.append(cast(value.name, value.name + "__wide", wide))
-        value.name += "__wide"
-        value.type.tensor_type.elem_type = wide
-    if not before and not after:
-        return model, feeds, narrow
-    nodes = [*before, *graph.node, *after]
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return bytes(proto.SerializeToString()), feeds, narrow
 
 
 BUILTIN: Final = {

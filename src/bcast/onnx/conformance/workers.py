@@ -233,8 +233,12 @@ def _write_frame(stream: Any, obj: Any) -> None:
 
 
 def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}"[:500]
+    """Return the error in one line of at most 300 characters, its lines joined.
+
+    (OpenVINO's first line only names a source file: "Exception from src/...cpp:117:".)
+    """
+    text = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    return f"{type(err).__name__}: {text}"[:300]
 
 
 def serve() -> None:  # pragma: no cover - runs in the worker process
@@ -242,6 +246,7 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
     frames = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever the runtime prints goes to stderr, not into the frames
     request = pickle.loads(sys.stdin.buffer.read())
+    from bcast.onnx.conformance.narrow import WIDEN, narrow_back, widen
     from bcast.onnx.conformance.runtimes import load_runtime
 
     try:
@@ -258,11 +263,18 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
     _write_frame(frames, ("ready", info))
     with tempfile.TemporaryDirectory(prefix="bcast-conformance-") as folder:
         path = os.path.join(folder, "model.onnx")
+        config = request["config"]
+        wide = all(config.get(k) == v for k, v in WIDEN.items())
         for _case_id, model, feeds in request["cases"]:
+            narrow: list[Any] = []
+            if wide:
+                model, feeds, narrow = widen(model, feeds)
             with open(path, "wb") as handle:
                 handle.write(model)
             try:
-                outputs = runtime.run(model, feeds, config=request["config"], path=path)
+                outputs = runtime.run(model, feeds, config=config, path=path)
+                if wide:
+                    outputs = narrow_back(list(outputs), narrow)
                 _write_frame(frames, ("ok", [_plain(y) for y in outputs]))
             except Exception as err:  # the runtime refused the model: a result
                 _write_frame(frames, ("refused", _first_line(err)))
