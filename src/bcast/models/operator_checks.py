@@ -21,11 +21,13 @@ from bcast.models.graph import Node, Severity
 from bcast.models.rules_base import RuleFunction
 from bcast.models.rules_microsoft import MICROSOFT, MICROSOFT_RULES
 from bcast.models.rules_quant import QUANT_RULES
+from bcast.models.rules_recurrent import RECURRENT_RULES
 
 __all__ = ["OPERATOR_RULES", "check_operator", "more_outputs", "rule_for"]
 
 OPERATOR_RULES: Final[dict[tuple[str, str], RuleFunction]] = {
     **{("", op): rule for op, rule in QUANT_RULES.items()},
+    **{("", op): rule for op, rule in RECURRENT_RULES.items()},
     **{(MICROSOFT, op): rule for op, rule in MICROSOFT_RULES.items()},
 }
 """Every operator rule, by ``(domain, op)`` (``""``: ONNX's default domain, an IR layer)."""
