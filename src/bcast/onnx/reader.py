@@ -45,7 +45,6 @@ from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity, Subgr
 from bcast.models.files import read_model_file
 from bcast.models.isolation import IsolationError
 from bcast.models.operator_checks import rule_for
-from bcast.models.rules_quant import QUANT_RULES
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.inference import infer, infer_with_claims
 from bcast.onnx.protos import (
@@ -405,7 +404,7 @@ def _node(
     base = Node(name, op, tuple(proto.input), outputs, output_shapes=shapes, domain=proto.domain)
     if proto.domain not in DEFAULT_DOMAINS:
         return _other_domain(replace(base, attrs=_int_attributes(proto)), local=local)
-    if op in QUANT_RULES:  # scales, zero points and biases: bcast.models.rules_quant
+    if rule_for("", op) is not None:  # scales, biases, weights: bcast.models.rules_*
         base = replace(base, rule=Rule.OPERATOR, domain="", attrs=_int_attributes(proto))
     if op in ("Concat", "Gather", "GatherElements"):  # their axis, for the domain
         return replace(base, axis=int(attribute(proto, "axis", 0)))
