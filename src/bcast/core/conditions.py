@@ -2,10 +2,9 @@
 
 The model checker reports them as "fails unless ..." findings; they are pure functions of a
 `Plan` and the operands' names. Where a dim is a symbol that stands for an expression of the
-user's input dims (``Min_64__s41_`` for ``Min(64, s41)``), the condition is said in those
-input dims: with one free symbol, the rule is decided value by value over a bounded range
-and the failing values summarised ("fails when s41 > 64"); otherwise the plain condition is
-written with the expressions' text.
+user's input dims (``Min_64__s41_`` for ``Min(64, s41)``), the condition is written with the
+expressions' text; `requirement_text` says what the sizes must satisfy, and the models layer
+decides it as a set of integers (`bcast.models.condition_sets`: "fails when s41 > 64").
 """
 
 from __future__ import annotations
@@ -23,24 +22,18 @@ from bcast.core.plans import Plan
 from bcast.core.shape import Shape
 
 __all__ = [
-    "SEARCHED",
     "Condition",
     "conditions",
     "find_conditions",
     "is_open",
     "readable",
+    "requirement_text",
     "dim_texts",
     "shown",
     "shown_shape",
     "sizes_broadcast",
     "symbols_at",
 ]
-
-SEARCHED: Final = 4096
-"""A one-symbol condition is decided for each value from 0 to at least this (more where the
-expression's constants are larger, up to `_MOST`)."""
-_MOST: Final = 1 << 15
-_LISTED: Final = 4  # failing intervals written out; more are counted
 
 Show = Callable[[Dim], str]
 
@@ -57,18 +50,16 @@ class Condition:
         The condition as the checker reports it (``fails unless ...``, ``fails when ...``).
     symbols : frozenset of str
         The user's symbols it is about: plain symbols and the free symbols of expressions.
-    failing : tuple of (int, int), or None
-        Where it was decided value by value (one free symbol): the closed intervals of the
-        symbol's values at which the axis fails, within ``searched``; None otherwise.
-    searched : (int, int) or None
-        The range of values decided; None when the condition was not searched.
+    failing : tuple of (int, int or None), or None
+        Where it was decided as a set (one free symbol, `bcast.models.condition_sets`): the
+        closed intervals of the symbol's sizes at which the axis fails (``hi`` None: no
+        bound), ``()`` when it never fails; None otherwise.
     """
 
     axis: int
     text: str
     symbols: frozenset[str]
-    failing: tuple[tuple[int, int], ...] | None = None
-    searched: tuple[int, int] | None = None
+    failing: tuple[tuple[int, int | None], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,10 +238,8 @@ def find_conditions(
     """Like `conditions`, with what each condition is about; expressions in input dims.
 
     ``expressions`` maps symbols to the expressions they stand for (`bcast.models.Graph`'s
-    ``expressions``). A condition on such a symbol is said in the expression's free symbols:
-    with one free symbol, the axis is decided for each of its values from 0 to `SEARCHED`
-    (or further, for larger constants) and the failing values summarised, the range said;
-    with several, the plain condition is written with the expressions' text.
+    ``expressions``). A condition on such a symbol is written with the expressions' text,
+    its ``symbols`` the expressions' free symbols; `bcast.models.condition_sets` decides it.
 
     Examples
     --------
@@ -259,7 +248,7 @@ def find_conditions(
     >>> p = bcast.plan("[s41,8]", "[M,8]")
     >>> [c.text for c in find_conditions(p, ["x", "y"],
     ...                                  expressions={"M": parse_expression("Min(64, s41)")})]
-    ['fails when s41 > 64 (each s41 in 0..4096 checked): s41, Min(64, s41) must be equal (or 1)']
+    ['fails unless s41, Min(64, s41) are equal (or 1)']
     """
     shapes, alignment, rank, mode = plan.shapes, plan.alignment, plan.output.rank, plan.mode
     target = _ONE_WAY_TARGET.get(mode)
@@ -282,11 +271,8 @@ def find_conditions(
         if not parts:
             continue
         free = _free_symbols(column, expressions or {})
-        searched = None
-        if expressions and len(free) == 1 and any(d.name in expressions for _, _, d in column):
-            searched = _search(out_axis, column, mode, target, expressions, show)
         text = "fails unless " + " and ".join(parts)
-        found.append(searched or Condition(out_axis, text, frozenset(free)))
+        found.append(Condition(out_axis, text, frozenset(free)))
     return found
 
 
@@ -357,56 +343,6 @@ def _free_symbols(column: list[tuple[int, int, Dim]], expressions: Mapping[str, 
     return free
 
 
-def _value(dim: Dim, symbol: str, value: int, expressions: Mapping[str, Expr]) -> int | None:
-    if dim.is_static:
-        return dim.lo
-    if dim.name is None:
-        return None
-    expr = expressions.get(dim.name)
-    return expr.evaluate({symbol: value}) if expr is not None else value
-
-
-def _search(
-    out_axis: int,
-    column: list[tuple[int, int, Dim]],
-    mode: Mode,
-    target: int | None,
-    expressions: Mapping[str, Expr],
-    show: Show,
-) -> Condition | None:
-    """Decide the axis for each value of its one free symbol; None where it cannot."""
-    kept = [(k, d) for k, _, d in column if not _uninformative(d)]
-    if any(d.name is None and not d.is_static for _, d in kept):
-        return None  # a bounded unnamed interval: not a function of the symbol
-    (symbol,) = _free_symbols(column, expressions)
-    constants = [
-        abs(c) for _, d in kept if d.name in expressions for c in _constants(d, expressions)
-    ]
-    top = max(SEARCHED, 2 * max(constants, default=0) + 64)
-    if top > _MOST:
-        return None  # the constants reach further than a search: the plain condition
-    failing: list[tuple[int, int]] = []
-    decided = 0
-    for value in range(top + 1):
-        values = [(k, _value(d, symbol, value, expressions)) for k, d in kept]
-        if any(v is None or v < 0 for _, v in values):
-            continue  # no size there: neither runs nor fails
-        decided += 1
-        if not sizes_broadcast(values, mode, target):
-            if failing and failing[-1][1] == value - 1:
-                failing[-1] = (failing[-1][0], value)
-            else:
-                failing.append((value, value))
-    if not decided:
-        return None
-    text = _failing_text(symbol, failing, top) + ": " + _requirement(kept, target, mode, show)
-    return Condition(out_axis, text, frozenset((symbol,)), tuple(failing), (0, top))
-
-
-def _constants(dim: Dim, expressions: Mapping[str, Expr]) -> tuple[int, ...]:
-    return expressions[dim.name].constants if dim.name is not None else ()
-
-
 def sizes_broadcast(
     values: Sequence[tuple[int, int | None]], mode: Mode, target: int | None
 ) -> bool:
@@ -432,29 +368,21 @@ def sizes_broadcast(
     return not into or all(merge_into(into[0], d) is not None for k, d in dims if k != target)
 
 
-def _failing_text(symbol: str, failing: list[tuple[int, int]], top: int) -> str:
-    checked = f"(each {symbol} in 0..{top} checked)"
-    if not failing:
-        return f"never fails {checked}"
-    if failing == [(0, top)]:
-        return f"fails for every {symbol} {checked}"
-    if len(failing) > _LISTED:
-        count = sum(hi - lo + 1 for lo, hi in failing)
-        return f"fails for {count} values of {symbol}, from {symbol} = {failing[0][0]} {checked}"
-    parts = []
-    for lo, hi in failing:
-        if hi == top:
-            parts.append(f"{symbol} > {lo - 1}")
-        elif lo == 0:
-            parts.append(f"{symbol} < {hi + 1}")
-        elif lo == hi:
-            parts.append(f"{symbol} = {lo}")
-        else:
-            parts.append(f"{symbol} ∈ {lo}..{hi}")
-    return f"fails when {' or '.join(parts)} {checked}"
+def requirement_text(
+    column: Sequence[tuple[int, Dim]], mode: Mode, expressions: Mapping[str, Expr] | None = None
+) -> str:
+    """Say what the sizes at one axis must satisfy, expressions written as their text.
 
+    ``column`` holds (operand, dim) pairs; ``?`` and other unnamed unbounded dims are left out.
 
-def _requirement(kept: list[tuple[int, Dim]], target: int | None, mode: Mode, show: Show) -> str:
+    >>> from bcast.core.expressions import parse_expression
+    >>> m = {"M": parse_expression("Min(64, s41)")}
+    >>> requirement_text([(0, Dim.symbol("s41")), (1, Dim.symbol("M"))], Mode.NUMPY, m)
+    's41, Min(64, s41) must be equal (or 1)'
+    """
+    show = _show_with(expressions)
+    kept = [(k, d) for k, d in column if not _uninformative(d)]
+    target = _ONE_WAY_TARGET.get(mode)
     if target is None:
         shown_dims = (show(d) for _, d in kept if mode is Mode.NONE or not d.definitely_one())
         listed = ", ".join(dict.fromkeys(shown_dims))

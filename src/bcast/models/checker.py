@@ -15,11 +15,11 @@ from dataclasses import replace
 from typing import Final
 
 from bcast.core.arithmetic import expr_of, expression_dim
-from bcast.core.conditions import SEARCHED
 from bcast.core.dim import intersect_dims
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape, informative, more_named, more_precise
+from bcast.models.condition_sets import never_below as _never_below
 from bcast.models.deviations import runtime_deviations
 from bcast.models.domain import Imposed
 from bcast.models.domain_collect import Record, collect_other
@@ -426,20 +426,6 @@ def _largest_of(exprs: Sequence[Expr]) -> list[Expr]:
             for j, o in enumerate(flat)
         )
     ]
-
-
-def _never_below(big: Expr, small: Expr) -> bool:
-    """Tell whether ``big >= small`` at every size of their one symbol (sampled as above)."""
-    free = big.symbols | small.symbols
-    if len(free) != 1 or big == small:
-        return False
-    (symbol,) = free
-    top = min(SEARCHED, 2 * max((abs(c) for c in (*big.constants, *small.constants)), default=0))
-    for v in range(1, top + 65):
-        b, s = big.evaluate({symbol: v}), small.evaluate({symbol: v})
-        if b is None or s is None or b < s:
-            return False
-    return True
 
 
 def _two_way(node: Node) -> bool:

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from bcast.core.shape import Shape
 from bcast.core.text import safe_text
+from bcast.models.condition_sets import derived_dim, strided_text
 from bcast.models.domain_records import (
     ArithmeticRecord,
     BoundRecord,
@@ -118,14 +119,21 @@ def contains(sizes: Sizes, value: int) -> bool:
     return any(lo <= value and (hi is None or value <= hi) for lo, hi in sizes)
 
 
-def values_text(sizes: Sizes) -> str:
+def values_text(sizes: Sizes, congruence: tuple[int, int] | None = None) -> str:
     """Write ``sizes`` for people: ``any``, ``32``, ``1..64``, ``{1, 32}``, ``none``.
+
+    With a ``congruence`` ``(m, r)`` only the sizes ``n % m == r`` of the intervals are
+    meant: the first of them are written, then the rule.
 
     >>> values_text(((2, None),)), values_text(((1, 1), (8, 16)))
     ('2..', '1, 8..16')
+    >>> values_text(((2, None),), (2, 0)), values_text(((8, 64),), (8, 0))
+    ('2, 4, 6, ... (multiples of 2)', '8, 16, 24, ..., 64 (multiples of 8)')
     """
     if not sizes:
         return "none"
+    if congruence is not None:
+        return strided_text(sizes, congruence)
     if sizes == ANY:
         return "any"
     if all(lo == hi for lo, hi in sizes) and len(sizes) <= _LISTED:
@@ -168,20 +176,29 @@ class DimDomain:
     name: str
     sizes: Sizes
     imposed: tuple[Imposed, ...] = ()
+    congruence: tuple[int, int] | None = None
+    """``(m, r)``: only the sizes ``n % m == r`` of `sizes` (``height`` a multiple of 2)."""
+    condition: str = ""
+    """The sizes as a condition, as isl decided them (``height is a multiple of 2``)."""
 
     @property
     def text(self) -> str:
         """The sizes written for people (`values_text`)."""
-        return values_text(self.sizes)
+        return values_text(self.sizes, self.congruence)
 
     def to_json(self) -> dict[str, object]:
         """Return plain JSON data: intervals as ``[lo, hi]`` (``hi`` null: unbounded)."""
-        return {
+        out: dict[str, object] = {
             "name": self.name,
             "values": self.text,
             "intervals": [[lo, hi] for lo, hi in self.sizes],
             "imposed_by": [i.to_json() for i in self.imposed],
         }
+        if self.congruence is not None:
+            out["congruence"] = {"modulus": self.congruence[0], "residue": self.congruence[1]}
+        if self.condition:
+            out["condition"] = self.condition
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +207,10 @@ class Relation:
 
     ``kind``: ``equal`` (``a = b``), ``equal-or-1`` (two-way: equal unless one is 1),
     ``one-or-equal`` (one-way: ``dims[0]`` is 1 or equals ``dims[1]``) or ``holds`` (any
-    other requirement, said in the expressions' text).
+    other requirement, said in the expressions' text). ``decided`` is False for a
+    requirement that is not a Presburger set (a product of dims against another product),
+    or one whose set would make the domain's too large (its ``condition`` is then said):
+    the dims' own sizes do not take it into account; each point is still decided exactly.
     """
 
     kind: str
@@ -198,25 +218,25 @@ class Relation:
     text: str
     imposed: tuple[Imposed, ...] = ()
     boxes: tuple[tuple[tuple[int, int], Sizes], ...] = ()
-    searched: int = 0
+    decided: bool = True
+    condition: str = ""
+    """The relation's sizes as isl's constraints, in the dims' names."""
 
     @property
     def region(self) -> str:
         """Say which sizes of two dims hold the relation, as boxes (``32..39 x 32..39``).
 
-        Searched size by size up to ``searched`` for each dim (`boxes` lists what was found).
+        Only where the sizes that hold it are bounded boxes (`boxes`), decided by isl.
         """
-        if not self.searched:
-            return ""
         if not self.boxes:
-            return f"no sizes up to {self.searched} hold it"
+            return ""
         shown = [
             f"{_interval_text(lo, hi)} x "
             + (values_text(second) if len(second) == 1 else "{" + values_text(second) + "}")
             for (lo, hi), second in self.boxes[:_BOXES]
         ]
         more = f" and {len(self.boxes) - _BOXES} more" if len(self.boxes) > _BOXES else ""
-        return f"{' x '.join(self.dims)} up to {self.searched}: " + ", ".join(shown) + more
+        return f"{' x '.join(self.dims)}: " + ", ".join(shown) + more
 
     def to_json(self) -> dict[str, object]:
         """Return plain JSON data."""
@@ -226,8 +246,10 @@ class Relation:
             "text": self.text,
             "imposed_by": [i.to_json() for i in self.imposed],
         }
-        if self.searched:
-            out["searched_to"] = self.searched
+        out["decided_as_set"] = self.decided
+        if self.condition:
+            out["condition"] = self.condition
+        if self.boxes:
             out["boxes"] = [
                 [[lo, hi], [[a, b] for a, b in second]] for (lo, hi), second in self.boxes
             ]
@@ -241,6 +263,8 @@ class Requirement:
     imposed: Imposed
     symbols: frozenset[str]
     test: Callable[[Mapping[str, int]], bool | None] = field(compare=False)
+    region: Any = field(default=None, compare=False)
+    """The sizes that hold it, an isl set of `Domain.space` (None: not a Presburger set)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +289,8 @@ class Domain:
         Where the domain is empty: the nodes whose requirements leave no size.
     undecided : tuple of Imposed
         Nodes not modelled or not collected (If/Loop/Scan bodies): not decided past them.
+    space : Space or None
+        The input dims as isl parameters, for the requirements' ``region`` sets.
     """
 
     dims: tuple[DimDomain, ...] = ()
@@ -275,6 +301,8 @@ class Domain:
     not_collected: tuple[str, ...] = ()
     empty_at: tuple[Imposed, ...] = ()
     undecided: tuple[Imposed, ...] = ()
+    space: Any = field(default=None, compare=False)
+    """The `bcast.models.presburger.Space` of the input dims (None: no input dims)."""
 
     @property
     def is_empty(self) -> bool:
@@ -351,6 +379,16 @@ class Domain:
             out.append(f"{r.text}" + (f"    <- {by}" if by else ""))
             if r.region:
                 out.append(f"  ({r.region})")
+            if not r.decided and r.condition:
+                out.append(
+                    f"  (decided on its own: {r.condition}; not together with the sizes above,"
+                    " whose set it would make too large; each point is decided exactly)"
+                )
+            elif not r.decided:
+                out.append(
+                    "  (not decided as a set: it multiplies dims, which isl cannot hold; the "
+                    "sizes above do not take it into account, each point is decided exactly)"
+                )
         out += [f"not decided beyond node {i}: {i.reason}" for i in self.undecided[:_LISTED]]
         if len(self.undecided) > _LISTED:
             out.append(f"not decided beyond {len(self.undecided) - _LISTED} more nodes (--json)")
@@ -371,6 +409,9 @@ class Domain:
             lo, hi = d.sizes[0][0], d.sizes[-1][1]
             if len(d.sizes) == 1 and lo == hi:
                 out.append(f"{name} = {lo}  # static: None in dynamic_shapes, size {lo}")
+                continue
+            if d.congruence is not None:  # a derived Dim: name = m*_name + r
+                out.extend(derived_dim(name, d.sizes, d.congruence, d.text))
                 continue
             bounds = f", min={lo}" + ("" if hi is None else f", max={hi}")
             note = "" if len(d.sizes) == 1 else f"  # only {d.text} run; a Dim cannot say it"

@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from bcast.core.arithmetic import expr_of, plus
-from bcast.core.conditions import find_conditions
 from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.planning import plan
 from bcast.core.shape import Shape, informative
+from bcast.models.condition_sets import decided_conditions
 from bcast.models.domain import (
     BoundRecord,
     CountRecord,
@@ -288,5 +288,5 @@ def _record(
     except BroadcastError as err:
         records.append(PlanRecord(node.name, node.op, None, error=err.reason, axis=err.axis))
         return
-    found = tuple(find_conditions(p, names, expressions=graph.expressions))
+    found = tuple(decided_conditions(p, names, graph.expressions))
     records.append(PlanRecord(node.name, node.op, p, found, axis=skip))

@@ -1,21 +1,18 @@
-"""Solve the requirements shape propagation finds into a `Domain` (issue 17).
+"""Solve the requirements shape propagation finds into a `Domain` (issues 17 and 37).
 
 The checker hands over, node by node in graph order, what it saw (`bcast.models.domain_collect`):
 each broadcast's plan with its "fails unless" conditions, MatMul's, Concat's and Reshape's
-requirements. Each becomes a `Requirement` decidable at any point, and a readable part of
-the domain:
+requirements, windows, index bounds and the relations of a node's shape arithmetic
+(`ArithmeticRecord`). Each becomes a `Requirement`, decidable at any point, with its
+``region``: the set of input sizes that hold it, an isl set (`bcast.models.presburger`).
+The domain is the intersection of the regions, decided exactly and without a bound; each
+dim's sizes are its projection (with the congruence they share: ``height`` a multiple of
+2), and the nodes that cut them are named.
 
-- an expression of one input dim (``Min(64, s41)``): the sizes at which it holds, decided
-  size by size (1 to 4096 or more, as `find_conditions` searches); where the last 64 sizes
-  agree, their verdict stands for all larger ones;
-- plain dims with static sizes: ``batch ∈ {1, 3}``, ``seq = 64``;
-- plain dims with each other: ``a = b`` (exact), ``a = b or either is 1`` (two-way),
-  ``b = a or 1`` (one-way);
-- anything else (expressions over several dims): kept as a relation in the checker's words.
-
-The solver is interval arithmetic over sizes with union-find for equalities, run to a fixed
-point: a two-way relation whose dims cannot be 1 is an equality; ``b = a or 1`` narrows b to
-a's sizes and 1. No general solver is needed for these forms (see docs/domain.md).
+A requirement that is not a Presburger set (a product of dims against another product, a
+division by a dim) has no region: it is said as a relation that is not decided as a set,
+and decided exactly at each point. Relations between plain dims (``a = b``, ``a = b or
+either is 1``) are said from union-find over the dims (see docs/domain.md).
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final
+from typing import Any, Final, cast
 
 from bcast.core.arithmetic import factors, plus, product
 from bcast.core.conditions import Condition, readable
@@ -33,7 +30,9 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.polynomials import cancelled, expanded
+from bcast.models.condition_sets import sizes_text
 from bcast.models.domain import (
+    ArithmeticRecord,
     BoundRecord,
     CountRecord,
     DimDomain,
@@ -44,29 +43,73 @@ from bcast.models.domain import (
     ProductRecord,
     Relation,
     Requirement,
-    Sizes,
     WindowRecord,
-    union,
 )
 from bcast.models.domain_collect import NOT_COLLECTED, Record
 from bcast.models.domain_terms import (
-    ONE,
     ONE_WAY_TARGET,
     Dims,
     Solver,
     Test,
     column_of,
     column_test,
-    grid_boxes,
-    impose,
+    imposers,
     product_test,
-    projections,
-    relation,
-    search,
+    said_relations,
 )
 from bcast.models.graph import Graph
+from bcast.models.presburger import NotAffine, Space
 
 __all__ = ["solve_domain"]
+
+_BOXES: Final = 16  # pieces of a two-dim relation written as boxes; more: its condition only
+_PIECES: Final = 256  # pieces of the domain's set times a requirement's: more is kept apart
+
+
+class _Work:
+    """What solving collects: requirements, relations, and the isl space of the dims."""
+
+    def __init__(self, dims: Dims) -> None:
+        self.dims = dims
+        self.space: Space | None = Space(dims.names) if dims.names else None
+        self.solver = Solver(dims.names)
+        self.relations: list[tuple[str, str, str, Imposed]] = []
+        self.others: list[Relation] = []
+        self.requirements: list[Requirement] = []
+        self.failed: list[Imposed] = []
+        self.regions: dict[object, Any] = {}  # a model repeats its requirements in every layer
+        self.relation_regions: dict[object, Any] = {}
+
+    def region(self, key: object, make: Callable[[Space], Any]) -> Any:
+        """Return the isl set ``make`` builds (cached under ``key``); None where not affine."""
+        if self.space is None:
+            return None
+        if key not in self.regions:
+            try:
+                self.regions[key] = make(self.space)
+            except NotAffine:
+                self.regions[key] = None
+        return self.regions[key]
+
+    def impose(
+        self, by: Imposed, free: frozenset[str], test: Test, region: Any, text: str | None
+    ) -> None:
+        """Record a requirement: it fails outright, cuts one dim, or relates several.
+
+        Over several dims it is also said as a relation (``text``; None: not said).
+        """
+        self.requirements.append(Requirement(by, free, test, region))
+        if not free:
+            if test({}) is False:
+                self.failed.append(by)
+        elif len(free) > 1 and text is not None:
+            self.relation(text, free, by, region)
+
+    def relation(self, text: str, free: frozenset[str], by: Imposed, region: Any) -> None:
+        """Say a requirement over several dims as a relation (its region kept for its boxes)."""
+        names = tuple(sorted(free))
+        self.relation_regions.setdefault((names, text), region)
+        self.others.append(Relation("holds", names, text, (by,), decided=region is not None))
 
 
 def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, int]) -> Domain:
@@ -74,98 +117,54 @@ def solve_domain(graph: Graph, records: Sequence[Record], bound: Mapping[str, in
 
     Examples
     --------
-        >>> from bcast.core.planning import plan
-        >>> from bcast.core.conditions import find_conditions
-        >>> from bcast.core.shape import Shape
-        >>> shapes = {"x": Shape.parse("[h,w]"), "y": Shape.parse("[32,w]")}
+    >>> from bcast.core.planning import plan
+    >>> from bcast.core.conditions import find_conditions
+    >>> from bcast.core.shape import Shape
+    >>> shapes = {"x": Shape.parse("[h,w]"), "y": Shape.parse("[32,w]")}
     >>> g = Graph("m.onnx", "onnx", shapes=shapes)
-        >>> p = plan(Shape.parse("[h,w]"), Shape.parse("[32,w]"), mode="none")
-        >>> rec = PlanRecord("add", "Add", p, tuple(find_conditions(p, ["x", "y"])))
-        >>> [(d.name, d.text) for d in solve_domain(g, [rec], {}).dims]
-        [('h', '32'), ('w', 'any')]
+    >>> p = plan(Shape.parse("[h,w]"), Shape.parse("[32,w]"), mode="none")
+    >>> rec = PlanRecord("add", "Add", p, tuple(find_conditions(p, ["x", "y"])))
+    >>> [(d.name, d.text) for d in solve_domain(g, [rec], {}).dims]
+    [('h', '32'), ('w', 'any')]
     """
-    dims = Dims(graph, bound)
-    solver = Solver(dims.names)
-    relations: list[tuple[str, str, str, Imposed]] = []
-    others: list[Relation] = []
-    requirements: list[Requirement] = []
-    failed: list[Imposed] = []
-    searched: dict[object, Sizes] = {}
+    work = _Work(Dims(graph, bound))
     for record in records:
         if not isinstance(record, PlanRecord):  # what an operator that carries dims requires
-            _REQUIRES[type(record)](dims, record, solver, others, requirements, failed)
+            _REQUIRES[type(record)](work, record)
             continue
         if record.plan is None:
-            at = Imposed(
-                record.node, record.op, record.axis, readable(record.error, dims.expressions)
-            )
-            failed.append(at)
-            requirements.append(Requirement(at, frozenset(), lambda _: False))
+            reason = readable(record.error, work.dims.expressions)
+            at = Imposed(record.node, record.op, record.axis, reason)
+            work.failed.append(at)
+            work.requirements.append(Requirement(at, frozenset(), lambda _: False))
             continue
         for cond in record.conditions:
-            _condition(dims, record, cond, solver, relations, others, requirements, searched)
-    _settle(solver, relations)
-    for (names, _), (test, constants, by) in solver.grids.items():
-        allowed = [solver.sizes[solver.find(n)] for n in names]
-        for name, sizes in zip(names, projections(test, names, constants, allowed), strict=True):
-            if sizes is not None:
-                solver.cut(name, sizes, by)
-    _settle(solver, relations)
-    return _domain(graph, dims, solver, relations, others, requirements, failed)
+            _condition(work, record, cond)
+    return _domain(graph, work)
 
 
-def _settle(solver: Solver, relations: list[tuple[str, str, str, Imposed]]) -> None:
-    """Apply the relations between plain dims until nothing changes."""
-    changed, rounds = True, 0
-    while changed and rounds < 100:
-        changed, rounds = False, rounds + 1
-        for kind, a, b, by in relations:
-            changed |= solver.relate(kind, a, b, by)
-
-
-def _condition(
-    dims: Dims,
-    record: PlanRecord,
-    cond: Condition,
-    solver: Solver,
-    relations: list[tuple[str, str, str, Imposed]],
-    others: list[Relation],
-    requirements: list[Requirement],
-    searched: dict[object, Sizes],
-) -> None:
+def _condition(work: _Work, record: PlanRecord, cond: Condition) -> None:
     assert record.plan is not None
+    dims = work.dims
     axis = cond.axis if record.axis is None or cond.axis < record.axis else cond.axis + 1
     by = Imposed(record.node, record.op, axis, readable(cond.text, dims.expressions))
     column = column_of(record.plan, cond.axis)
     mode = record.plan.mode
-    test = column_test(dims, column, mode)
     kept = [(k, d, dims.symbols(d)) for k, d in column]
+    values = tuple((k, dims.expr(d)) for k, d, s in kept if s is not None)
     free = frozenset().union(*(s for _, _, s in kept if s is not None))
-    requirements.append(Requirement(by, free, test))
+    region = work.region((mode, values), lambda space: space.column(values, mode))
+    work.requirements.append(Requirement(by, free, column_test(dims, column, mode), region))
     if not free:
         return
     exprs = any(d.name in dims.expressions for _, d, s in kept if s)
-    if exprs and len(free) == 1:
-        (symbol,) = free
-        key = (mode, tuple((k, d) for k, d, s in kept if s is not None))
-        if key not in searched:  # a model repeats its columns in every layer
-            constants = [
-                c
-                for _, d, s in kept
-                if s and d.name in dims.expressions
-                for c in dims.expressions[d.name].constants
-            ]
-            constants += [d.lo for _, d, s in kept if s is not None and d.is_static]
-            searched[key] = search(test, symbol, constants)
-        solver.cut(symbol, searched[key], by)
-    elif exprs:
+    if exprs and len(free) > 1:
         # The same requirement at every layer: said once, without the value it was seen on.
         text = re.sub(r" \(axis \d+ of [^()]*\)$", "", cond.text.removeprefix("fails unless "))
         by = replace(by, reason=re.sub(r" \(axis \d+ of [^()]*\)$", "", by.reason))
-        constants = [c for _, d, s in kept if s for c in dims.expr(d).constants]
-        others.append(relation(text, free, by, solver, test, constants))
-    else:
-        _plain(kept, mode, by, solver, relations)
+        work.relation(text, free, by, region)
+    elif not exprs:
+        _plain(kept, mode, by, work.solver, work.relations)
 
 
 def _plain(
@@ -175,7 +174,7 @@ def _plain(
     solver: Solver,
     relations: list[tuple[str, str, str, Imposed]],
 ) -> None:
-    """Plain symbols and static sizes at one axis: per-dim cuts and pairwise relations."""
+    """Plain symbols at one axis: the relations between them, to be said."""
     target = ONE_WAY_TARGET.get(mode)
     dims = [(k, d) for k, d, s in kept if s is not None]
     if target is not None:
@@ -184,21 +183,12 @@ def _plain(
             if k == target or not into or into[0].definitely_equal(b) or b.definitely_one():
                 continue
             a = into[0]
-            if a.is_static and b.name is not None:
-                solver.cut(b.name, union(ONE, ((a.lo, a.lo),)), by)
-            elif b.is_static and a.name is not None:
-                solver.cut(a.name, ((b.lo, b.lo),), by)
-            elif a.name is not None and b.name is not None:
+            if a.name is not None and b.name is not None:
                 relations.append(("1way", a.name, b.name, by))
         return
-    statics = {d.lo for _, d in dims if d.is_static and (mode is Mode.NONE or d.lo != 1)}
+    if any(d.is_static and (mode is Mode.NONE or d.lo != 1) for _, d in dims):
+        return  # a static size: each dim's own sizes say it
     named = list(dict.fromkeys(d.name for _, d in dims if d.name is not None))
-    if statics:
-        n = min(statics)
-        allowed: Sizes = ((n, n),) if mode is Mode.NONE else union(ONE, ((n, n),))
-        for name in named:
-            solver.cut(name, allowed, by)
-        return
     for i, first in enumerate(named):
         for second in named[i + 1 :]:
             if mode is Mode.NONE:
@@ -207,24 +197,15 @@ def _plain(
                 relations.append(("or1", first, second, by))
 
 
-def _product(
-    dims: Dims,
-    record: ProductRecord,
-    solver: Solver,
-    others: list[Relation],
-    requirements: list[Requirement],
-    failed: list[Imposed],
-) -> None:
+def _product(work: _Work, record: ProductRecord) -> None:
+    dims = work.dims
     data = record.data.dims
     found = [dims.symbols(d) for d in data]
     if any(s is None for s in found):
         return
     free = frozenset().union(*(s for s in found if s is not None))
-    kept = list(range(len(data)))
-    for i, v in enumerate(record.target):
-        if v == 0 and i in kept:
-            kept.remove(i)  # copies the data's dim: it cancels
-    rest = [data[i] for i in kept]
+    kept = [i for i in range(len(data)) if not (i < len(record.target) and record.target[i] == 0)]
+    rest = [data[i] for i in kept]  # a 0 copies the data's dim: it cancels
     statics = math.prod(d.lo for d in rest if d.is_static)
     wanted = math.prod(v for v in record.target if v > 0)
     open_ = -1 in record.target
@@ -237,27 +218,32 @@ def _product(
     by = Imposed(record.node, record.op, None, text)
     test = product_test(dims, record.data, record.target)
     if not named:  # the dims that decide cancel: the target's count is met or never
-        requirements.append(Requirement(by, free, test))
+        work.requirements.append(Requirement(by, free, test))
         if test({}) is False:
-            failed.append(by)
+            work.failed.append(by)
         return
-    words = f"{shown} must {verb} {wanted}"
-    impose(by, free, test, [wanted, statics], words, solver, requirements, failed, others)
+    exprs = tuple(dims.expr(d) for d in named)
+
+    def make(space: Space) -> Any:
+        if open_:
+            if not wanted:
+                return space.universe.subtract(space.universe)
+            return space.product_multiple(exprs, wanted // math.gcd(wanted, statics))
+        if wanted % statics:
+            return space.universe.subtract(space.universe)
+        return space.product_equals(exprs, wanted // statics)
+
+    region = work.region(("product", exprs, statics, wanted, open_), make)
+    work.impose(by, free, test, region, f"{shown} must {verb} {wanted}")
 
 
-def _count(
-    dims: Dims,
-    record: CountRecord,
-    solver: Solver,
-    others: list[Relation],
-    requirements: list[Requirement],
-    failed: list[Imposed],
-) -> None:
+def _count(work: _Work, record: CountRecord) -> None:
     """Require a Reshape to a computed target to keep the element count.
 
     Both sides are written as products of factors (``s70*s72`` is ``s70`` times ``s72``);
     factors on both sides cancel, and nothing is required when nothing is left.
     """
+    dims = work.dims
     data = [f for d in record.data.dims for f in factors(dims.expr(d))]
     output = [f for d in record.output.dims for f in factors(dims.expr(d))]
     for factor in list(data):
@@ -270,12 +256,10 @@ def _count(
     free = left.symbols | right.symbols
     if not free <= dims.inputs:
         return  # a dim the user does not control (ONNX's unk__): not a requirement on inputs
-
     words = f"{left} must equal {right}"
     by = Imposed(record.node, record.op, None, f"Reshape: {words} (element counts)")
-    test = _compared(left, right, operator.eq)
-    constants = [*left.constants, *right.constants]
-    impose(by, free, test, constants, words, solver, requirements, failed, others)
+    region = work.region(("==", left, right), lambda space: space.compare(left, "==", right))
+    work.impose(by, free, _compared(left, right, operator.eq), region, words)
 
 
 def _compared(left: Expr, right: Expr, holds: Callable[[int, int], bool]) -> Test:
@@ -288,20 +272,14 @@ def _compared(left: Expr, right: Expr, holds: Callable[[int, int], bool]) -> Tes
     return test
 
 
-def _index(
-    dims: Dims,
-    record: IndexRecord,
-    solver: Solver,
-    others: list[Relation],
-    requirements: list[Requirement],
-    failed: list[Imposed],
-) -> None:
+def _index(work: _Work, record: IndexRecord) -> None:
     """Require a Gather's computed indices to stay inside the data's rows.
 
     Both sides are expanded and divided by the dims every term shares (each at least 1):
     ``(batch - 1)*mask_seq + mask_seq`` rows of ``mask_batch*mask_seq`` is ``batch`` of
     ``mask_batch``.
     """
+    dims = work.dims
     size = dims.expr(record.size)
     if not (record.rows.symbols | size.symbols) <= dims.inputs:
         return  # a dim the user does not control: not a requirement on inputs
@@ -310,24 +288,17 @@ def _index(
     words = f"{rows} must be at most {room}"
     reason = f"indices up to {expanded(plus(record.rows, -1))} read {size} rows: {words}"
     by = Imposed(record.node, record.op, None, reason)
-    test = _compared(rows, room, operator.le)
-    constants = [*rows.constants, *room.constants]
-    impose(by, free, test, constants, words, solver, requirements, failed, others)
+    region = work.region(("<=", rows, room), lambda space: space.compare(rows, "<=", room))
+    work.impose(by, free, _compared(rows, room, operator.le), region, words)
 
 
-def _bound(
-    dims: Dims,
-    record: BoundRecord,
-    solver: Solver,
-    others: list[Relation],
-    requirements: list[Requirement],
-    failed: list[Imposed],
-) -> None:
+def _bound(work: _Work, record: BoundRecord) -> None:
     """Require a Gather's Range of positions to end inside its table."""
+    dims = work.dims
     free = dims.symbols(record.count)
     if free is None:
         return
-    room = record.size - record.start
+    room = Expr("int", value=record.size - record.start)
     shown = str(dims.expressions.get(record.count.name or "", record.count))
     last = f"{shown} - 1" if record.start == 0 else f"{record.start} + {shown} - 1"
     reason = (
@@ -335,55 +306,57 @@ def _bound(
         f"fails when {shown} > {room}"
     )
     by = Imposed(record.node, record.op, None, reason)
-    test = _compared(dims.expr(record.count), Expr("int", value=room), operator.le)
-    impose(by, free, test, [room], reason, solver, requirements, failed, None)  # one dim
+    count = dims.expr(record.count)
+    region = work.region(("<=", count, room), lambda space: space.compare(count, "<=", room))
+    work.impose(by, free, _compared(count, room, operator.le), region, None)
 
 
-def _window(
-    dims: Dims,
-    record: WindowRecord,
-    solver: Solver,
-    others: list[Relation],
-    requirements: list[Requirement],
-    failed: list[Imposed],
-) -> None:
+def _window(work: _Work, record: WindowRecord) -> None:
     """Require a Conv's or pooling's window to fit: each spatial output dim at least 1."""
+    dims = work.dims
     free = dims.symbols(record.size)
     if not free:
         return
     shown = dims.expr(record.size)
-    by = Imposed(
-        record.node,
-        record.op,
-        record.axis,
-        f"output size {shown} must be at least 1: the window must fit the input",
+    reason = f"output size {shown} must be at least 1: the window must fit the input"
+    by = Imposed(record.node, record.op, record.axis, reason)
+    one = Expr("int", value=1)
+    region = work.region((">=", shown, one), lambda space: space.compare(shown, ">=", one))
+    work.impose(by, free, _compared(shown, one, operator.ge), region, f"{shown} >= 1")
+
+
+_WORDS: Final = {"==": "must equal", "<=": "must be at most", ">=": "must be at least"}
+_HOLDS: Final[dict[str, Callable[[int, int], bool]]] = {
+    "==": operator.eq,
+    "<=": operator.le,
+    ">=": operator.ge,
+}
+
+
+def _arithmetic(work: _Work, record: ArithmeticRecord) -> None:
+    """Require a relation of a node's shape arithmetic (``total == past + seq``)."""
+    dims = work.dims
+    left, right, relation = record.left, record.right, record.relation
+    free = left.symbols | right.symbols
+    if relation not in _HOLDS or not free <= dims.inputs:
+        return  # a dim the user does not control: not a requirement on inputs
+    words = f"{left} {_WORDS[relation]} {right}"
+    by = Imposed(record.node, record.op, None, record.reason or words)
+    region = work.region(
+        (relation, left, right), lambda space: space.compare(left, relation, right)
     )
-
-    test = _compared(shown, Expr("int", value=1), operator.ge)
-    impose(by, free, test, shown.constants, f"{shown} >= 1", solver, requirements, failed, others)
+    work.impose(by, free, _compared(left, right, _HOLDS[relation]), region, words)
 
 
-_REQUIRES: Final[dict[type, Callable[..., None]]] = {
+_REQUIRES: Final[dict[type, Callable[[_Work, Any], None]]] = {
     ProductRecord: _product,
     CountRecord: _count,
     BoundRecord: _bound,
     IndexRecord: _index,
     WindowRecord: _window,
+    ArithmeticRecord: _arithmetic,
 }
 """How each record of an operator that carries dims becomes requirements."""
-
-
-def _with_boxes(relations: list[Relation], solver: Solver) -> list[Relation]:
-    """Give each requirement over two dims the sizes that hold it, within each dim's own."""
-    out = []
-    for r in relations:
-        grid = solver.grids.get((r.dims, r.text)) if len(r.dims) == 2 else None
-        if grid is not None:
-            allowed = [solver.sizes[solver.find(n)] for n in r.dims]
-            top, boxes = grid_boxes(grid[0], r.dims, grid[1], allowed)
-            r = replace(r, boxes=boxes, searched=top)
-        out.append(r)
-    return out
 
 
 def _merged(relations: Sequence[Relation]) -> list[Relation]:
@@ -396,63 +369,90 @@ def _merged(relations: Sequence[Relation]) -> list[Relation]:
     return list(out.values())
 
 
-def _domain(
-    graph: Graph,
-    dims: Dims,
-    solver: Solver,
-    relations: list[tuple[str, str, str, Imposed]],
-    others: list[Relation],
-    requirements: list[Requirement],
-    failed: list[Imposed],
-) -> Domain:
-    out = [
-        DimDomain(n, solver.sizes[solver.find(n)], tuple(solver.cuts[solver.find(n)]))
-        for n in dims.names
-    ]
-    parts: list[Relation] = []
-    classes: dict[str, list[str]] = {}
-    for n in dims.names:
-        classes.setdefault(solver.find(n), []).append(n)
-    for members in classes.values():
-        if len(members) > 1:
-            by = tuple(dict.fromkeys(i for a, _, i in solver.joins if a in members))
-            parts.append(Relation("equal", tuple(members), " = ".join(members), by))
-    seen = set()
-    for kind, a, b, imposed in relations:
-        ra, rb = solver.find(a), solver.find(b)
-        da, db = solver.sizes[ra], solver.sizes[rb]
-        if ra == rb or db == ONE or (kind == "or1" and da == ONE) or (ra, rb, kind) in seen:
-            continue
-        seen.add((ra, rb, kind))
-        if kind == "or1":
-            parts.append(
-                Relation("equal-or-1", (ra, rb), f"{rb} = {ra} or either is 1", (imposed,))
-            )
-        else:
-            parts.append(Relation("one-or-equal", (rb, ra), f"{rb} = {ra} or 1", (imposed,)))
-    empty = ""
-    at: tuple[Imposed, ...] = ()
-    if failed:
-        at = (failed[0],)
-        empty = f"{failed[0]} fails for every size: {failed[0].reason}"
-    else:
-        for root, members in classes.items():
-            if not solver.sizes[root]:
-                at = tuple(solver.cuts[root])
-                cuts = "; ".join(f"{i}: {i.reason}" for i in at)
-                empty = f"{' = '.join(members)} has no size left ({cuts})"
-                break
+def _domain(graph: Graph, work: _Work) -> Domain:
+    dims, solver, space = work.dims, work.solver, work.space
     inputs = tuple(
         (name, shape)
         for name, shape in graph.shapes.items()
         if shape.rank is not None and any(d.name is not None for d in shape.dims)
     )
-    return Domain(
-        tuple(out),
-        tuple(_with_boxes(_merged(parts + others), solver)),
-        empty,
-        inputs,
-        tuple(requirements),
-        NOT_COLLECTED,
-        at,
-    )
+    common: dict[str, Any] = {
+        "inputs": inputs,
+        "requirements": tuple(work.requirements),
+        "not_collected": NOT_COLLECTED,
+        "space": space,
+    }
+    if work.failed:
+        at = work.failed[0]
+        empty = f"{at} fails for every size: {at.reason}"
+        none = tuple(DimDomain(n, ()) for n in dims.names)
+        return Domain(none, (), empty, empty_at=(at,), **common)
+    if space is None:
+        return Domain((), tuple(_merged(work.others)), "", **common)
+    regions = [r for r in work.requirements if r.region is not None]
+    whole, apart = space.sizes, set()
+    for key, region in {id(r.region): r.region for r in regions}.items():
+        if whole.n_basic_set() * region.n_basic_set() > _PIECES:
+            apart.add(key)  # isl's sets grow with each product's split: decided on its own
+            continue
+        whole = whole.intersect(region).coalesce()
+    regions = [r for r in regions if id(r.region) not in apart]
+    if whole.is_empty():
+        return _empty(space, dims.names, regions, common)
+    out = []
+    for name in dims.names:
+        sizes, congruence = space.one_dim(whole, name)
+        exact = space.exactly(whole, name)
+        condition = (
+            sizes_text(name, sizes, congruence) if exact else space.text(whole, only=(name,))
+        )
+        imposed = imposers(space, name, regions, whole)
+        out.append(DimDomain(name, sizes, imposed, congruence if exact else None, condition))
+        solver.sizes[name] = sizes
+    parts = said_relations(dims.names, solver, work.relations)
+    merged = _merged(parts + work.others)
+    others = [_decided(space, whole, r, work.relation_regions, apart) for r in merged]
+    return Domain(tuple(out), tuple(others), "", **common)
+
+
+def _empty(
+    space: Space, names: Sequence[str], regions: Sequence[Requirement], common: dict[str, Any]
+) -> Domain:
+    """Return the domain when no sizes hold every requirement: where it empties, and why."""
+    running = space.sizes
+    seen: list[Requirement] = []
+    empty, at = "no sizes hold every requirement", cast("tuple[Imposed, ...]", ())
+    for r in regions:
+        narrowed = running.intersect(r.region)
+        if narrowed.is_empty():
+            if space.sizes.intersect(r.region).is_empty():
+                at = (r.imposed,)
+                empty = f"{r.imposed} fails for every size: {r.imposed.reason}"
+            else:
+                before = [q for q in seen if q.symbols & r.symbols][:3]
+                at = (*(q.imposed for q in before), r.imposed)
+                cuts = "; ".join(f"{i}: {i.reason}" for i in at)
+                empty = f"{' and '.join(sorted(r.symbols))}: no size left ({cuts})"
+            break
+        if not narrowed.is_equal(running):
+            seen.append(r)
+        running = narrowed
+    return Domain(tuple(DimDomain(n, ()) for n in names), (), empty, empty_at=at, **common)
+
+
+def _decided(
+    space: Space, whole: Any, r: Relation, regions: Mapping[object, Any], apart: set[int]
+) -> Relation:
+    """Give a relation its condition (isl's constraints) and, over two dims, its boxes.
+
+    A relation kept ``apart`` (its set would have made the intersection too large) is
+    decided on its own: its condition is said, the dims' sizes do not take it into account.
+    """
+    region = regions.get((r.dims, r.text))
+    if r.kind != "holds" or region is None:
+        return r
+    if id(region) in apart:
+        return replace(r, decided=False, condition=space.text(region, only=r.dims))
+    few = len(r.dims) == 2 and whole.n_basic_set() <= _BOXES
+    boxes = space.boxes(whole, r.dims, _BOXES) if few else ()
+    return replace(r, condition=space.text(region, only=r.dims), boxes=boxes)

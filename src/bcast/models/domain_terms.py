@@ -1,18 +1,19 @@
-"""What the domain solver works with: the user's dims, tests at a point, size searches.
+"""What the domain solver works with: the user's dims, and tests of a requirement at a point.
 
 `Dims` says which dims the user controls and evaluates dims (and their expressions) at a
-point; `search` and `grid_boxes` decide a requirement size by size over one dim or a grid
-of two; `Solver` holds each dim's sizes, with union-find for equal dims
-(`bcast.models.domain_solve` turns the checker's records into these).
+point; `column_test` and `product_test` decide a requirement at one point (what
+`Domain.first_failure` runs); `Solver` holds union-find over dims known equal and the
+relations between plain dims, for saying the domain (`bcast.models.domain_solve` decides the
+sizes themselves as integer sets, `bcast.models.presburger`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
-from bcast.core.conditions import SEARCHED, sizes_broadcast
+from bcast.core.conditions import sizes_broadcast
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
@@ -32,29 +33,19 @@ from bcast.models.graph import Graph
 
 __all__ = [
     "ONE",
-    "MAX_GRIDS",
     "ONE_WAY_TARGET",
     "Dims",
     "Solver",
     "Test",
     "column_of",
     "column_test",
-    "grid_boxes",
-    "impose",
-    "projections",
-    "relation",
+    "imposers",
     "product_test",
-    "search",
+    "said_relations",
 ]
 
 Test = Callable[[Mapping[str, int]], bool | None]
 
-_MOST: Final = 1 << 15
-_TAIL: Final = 64
-_GRID_LEAST: Final = 160  # a two-dim requirement is decided up to this size at least ...
-_GRID: Final = 256  # ... and at most (256 x 256 points)
-MAX_GRIDS: Final = 16  # two-dim relations decided on a grid per model (each up to 65,536 points)
-_GRID_TAIL: Final = 32  # a grid's last sizes that must agree for its verdict to go on
 ONE: Final[Sizes] = ((1, 1),)
 ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
 
@@ -148,65 +139,6 @@ def product_test(dims: Dims, data: Shape, target: tuple[int, ...]) -> Test:
     return test
 
 
-def search(test: Test, symbol: str, constants: Sequence[int]) -> Sizes:
-    """Decide ``test`` size by size up to a bound past the constants.
-
-    Where the last `_TAIL` sizes decided agree, that verdict stands for all larger sizes;
-    otherwise (a periodic set) the sizes stop at the bound (`Domain.first_failure` still
-    decides any point exactly).
-    """
-    top = min(max(SEARCHED, 2 * max((abs(c) for c in constants), default=0) + 64), _MOST)
-    verdicts = [test({symbol: value}) is not False for value in range(1, top + 1)]
-    allowed: list[tuple[int, int | None]] = [(v, v) for v, ok in enumerate(verdicts, start=1) if ok]
-    if all(verdicts[-_TAIL:]):
-        allowed.append((top, None))
-    return union((), tuple(allowed))
-
-
-# -- solving -------------------------------------------------------------------------------
-
-
-def impose(
-    by: Imposed,
-    free: frozenset[str],
-    test: Test,
-    constants: Sequence[int],
-    text: str,
-    solver: Solver,
-    requirements: list[Requirement],
-    failed: list[Imposed],
-    others: list[Relation] | None,
-) -> None:
-    """Record a requirement and apply it: fails outright, cuts one dim, or relates several.
-
-    Over several dims it becomes a relation in ``others`` (None: left to `first_failure`).
-    """
-    requirements.append(Requirement(by, free, test))
-    if not free:
-        if test({}) is False:
-            failed.append(by)
-    elif len(free) == 1:
-        (symbol,) = free
-        solver.cut(symbol, search(test, symbol, constants), by)
-    elif others is not None:
-        others.append(relation(text, free, by, solver, test, constants))
-
-
-def relation(
-    text: str,
-    free: frozenset[str],
-    by: Imposed,
-    solver: Solver,
-    test: Test,
-    constants: Sequence[int],
-) -> Relation:
-    """Make the relation of a requirement over several dims (over two: `grid_boxes` at the end)."""
-    names = tuple(sorted(free))
-    if len(names) == 2 and len(solver.grids) < MAX_GRIDS:
-        solver.grids.setdefault((names, text), (test, tuple(constants), by))
-    return Relation("holds", names, text, (by,))
-
-
 class Solver:
     """Each dim's sizes and the nodes cutting them; union-find over dims known equal."""
 
@@ -215,8 +147,6 @@ class Solver:
         self.sizes: dict[str, Sizes] = {n: ANY for n in names}
         self.cuts: dict[str, list[Imposed]] = {n: [] for n in names}
         self.joins: list[tuple[str, str, Imposed]] = []
-        # requirements over two dims, decided on a grid once the dims' own sizes are known
-        self.grids: dict[tuple[tuple[str, ...], str], tuple[Test, tuple[int, ...], Imposed]] = {}
 
     def find(self, name: str) -> str:
         """Return the dim standing for ``name``'s class of equal dims."""
@@ -271,76 +201,69 @@ class Solver:
         return changed
 
 
-def grid_boxes(
-    test: Test, names: tuple[str, ...], constants: Sequence[int], allowed: Sequence[Sizes]
-) -> tuple[int, tuple[tuple[tuple[int, int], Sizes], ...]]:
-    """Decide a two-dim requirement at every pair of sizes up to a bound past the constants.
+def imposers(
+    space: Any, name: str, regions: Sequence[Requirement], whole: Any
+) -> tuple[Imposed, ...]:
+    """Name the nodes that cut ``name``'s sizes: each requirement that narrows them, in order.
 
-    Only the sizes each dim is ``allowed`` on its own are tried. Consecutive sizes of the
-    first dim with the same sizes of the second make one box:
-    ``(h//8)*(w//8) = 16`` holds in ``32..39 x 32..39``, ``16..23 x 64..71``, ...
+    Where relations with other dims cut further, the first of them are named too.
     """
-    top, rows = _grid(test, names, constants, allowed)
-    boxes: list[tuple[tuple[int, int], Sizes]] = []
-    start = 1
-    for x in range(2, top + 2):
-        if x == top + 1 or rows[x - 1] != rows[start - 1]:
-            if rows[start - 1]:
-                boxes.append(((start, x - 1), rows[start - 1]))
-            start = x
-    return top, tuple(boxes)
-
-
-def _grid(
-    test: Test,
-    names: tuple[str, ...],
-    constants: Sequence[int],
-    allowed: Sequence[Sizes],
-    top: int | None = None,
-) -> tuple[int, list[Sizes]]:
-    """Return the grid's bound and, for each size of the first dim, the second's that hold."""
-    first, second = names
-    if top is None:
-        top = min(max(_GRID_LEAST, 2 * max((abs(c) for c in constants), default=0) + 64), _GRID)
-    rows: list[Sizes] = []
-    xs, ys = allowed
-    for x in range(1, top + 1):
-        if not contains(xs, x):
-            rows.append(())
+    running = space.line(space.sizes, name)
+    out: list[Imposed] = []
+    lines: dict[int, Any] = {}
+    for r in regions:
+        if name not in r.symbols:
             continue
-        held = [
-            y
-            for y in range(1, top + 1)
-            if contains(ys, y) and test({first: x, second: y}) is not False
-        ]
-        rows.append(union((), tuple((y, y) for y in held)))
-    return top, rows
+        key = id(r.region)
+        if key not in lines:
+            lines[key] = space.line(r.region, name)
+        narrowed = running.intersect(lines[key])
+        if not narrowed.is_equal(running):
+            out.append(r.imposed)
+            running = narrowed
+    if not space.line(whole, name).is_equal(running):
+        reasons = {i.reason for i in out}
+        for r in regions:
+            if name in r.symbols and len(r.symbols) > 1 and r.imposed.reason not in reasons:
+                out.append(r.imposed)
+                reasons.add(r.imposed.reason)
+                if len(reasons) > 3:
+                    break
+    return tuple(out)
 
 
-def projections(
-    test: Test, names: tuple[str, ...], constants: Sequence[int], allowed: Sequence[Sizes]
-) -> tuple[Sizes | None, Sizes | None]:
-    """Return, for each of two dims, the sizes at which some size of the other holds ``test``.
-
-    Decided on the grid of `grid_boxes`. Past the grid, the verdict of its last sizes goes
-    on where they agree (none holds: the sizes stop; all hold: every larger size is kept);
-    where they disagree, the grid grows to its largest once more, then None (it cannot
-    say). A ViT's ``(h//8)*(w//8) + 1 = 17`` gives ``h`` in ``8..23, 32..39, 64..71,
-    128..135``.
-    """
-    top, rows = _grid(test, names, constants, allowed)
-    while True:
-        firsts = [bool(row) for row in rows]
-        seconds = [any(contains(row, y) for row in rows) for y in range(1, top + 1)]
-        found = _beyond(firsts, top), _beyond(seconds, top)
-        if top >= _GRID or None not in found:
-            return found
-        top, rows = _grid(test, names, constants, allowed, _GRID)  # a larger grid may say
+def _settle(solver: Solver, relations: list[tuple[str, str, str, Imposed]]) -> None:
+    """Apply the relations between plain dims until nothing changes."""
+    changed, rounds = True, 0
+    while changed and rounds < 100:
+        changed, rounds = False, rounds + 1
+        for kind, a, b, by in relations:
+            changed |= solver.relate(kind, a, b, by)
 
 
-def _beyond(held: list[bool], top: int) -> Sizes | None:
-    found = union((), tuple((v, v) for v, ok in enumerate(held, start=1) if ok))
-    tail = held[-_GRID_TAIL:]
-    if not any(tail):
-        return found
-    return union(found, ((top, None),)) if all(tail) else None
+def said_relations(
+    names: Sequence[str], solver: Solver, relations: list[tuple[str, str, str, Imposed]]
+) -> list[Relation]:
+    """Say the relations between plain dims: classes of equal dims, then the rest."""
+    _settle(solver, relations)
+    parts: list[Relation] = []
+    classes: dict[str, list[str]] = {}
+    for n in names:
+        classes.setdefault(solver.find(n), []).append(n)
+    for members in classes.values():
+        if len(members) > 1:
+            by = tuple(dict.fromkeys(i for a, _, i in solver.joins if a in members))
+            parts.append(Relation("equal", tuple(members), " = ".join(members), by))
+    seen = set()
+    for kind, a, b, imposed in relations:
+        ra, rb = solver.find(a), solver.find(b)
+        da, db = solver.sizes[ra], solver.sizes[rb]
+        if ra == rb or db == ONE or (kind == "or1" and da == ONE) or (ra, rb, kind) in seen:
+            continue
+        seen.add((ra, rb, kind))
+        if kind == "or1":
+            text = f"{rb} = {ra} or either is 1"
+            parts.append(Relation("equal-or-1", (ra, rb), text, (imposed,)))
+        else:
+            parts.append(Relation("one-or-equal", (rb, ra), f"{rb} = {ra} or 1", (imposed,)))
+    return parts

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Final
 
-from bcast.core.conditions import find_conditions, is_open, readable, shown, shown_shape, symbols_at
+from bcast.core.conditions import is_open, readable, shown, shown_shape, symbols_at
 from bcast.core.errors import BroadcastError, show_bytes
 from bcast.core.modes import Mode
 from bcast.core.picture import format_alignment
 from bcast.core.planning import plan
 from bcast.core.shape import Shape
 from bcast.models.channel_checks import check_prelu_channel
+from bcast.models.condition_sets import decided_conditions
 from bcast.models.domain import PlanRecord, Record
 from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 from bcast.models.operator_checks import check_operator
@@ -161,7 +162,7 @@ def _apply(
     if key in _UNCONDITIONAL and not exprs:
         conditions = []  # a plan seen before (a model repeats its layers), with none
     else:
-        conditions = find_conditions(p, names, expressions=exprs)
+        conditions = decided_conditions(p, names, exprs)
         if not conditions and len(_UNCONDITIONAL) < 65536:
             _UNCONDITIONAL.add(key)
     if ctx.collect is not None:

@@ -1,0 +1,241 @@
+"""Decide a broadcast's "fails unless" condition as a set of sizes (isl; issue 37).
+
+`bcast.core.conditions.find_conditions` says, axis by axis, what the sizes must satisfy;
+where they are expressions of one input dim (``Min(64, s41)``), `decided_conditions`
+decides the sizes at which the axis fails exactly and without a bound
+(`bcast.models.presburger`), and says them: ``fails when s41 > 64``, ``fails unless H is a
+multiple of 2``, ``never fails``. A condition isl cannot hold (a product of dims) keeps its
+plain text.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Final
+
+from bcast.core.conditions import Condition, find_conditions, requirement_text
+from bcast.core.dim import Dim
+from bcast.core.expressions import Expr
+from bcast.core.plans import Plan
+from bcast.models.presburger import Congruence, Intervals, NotAffine, Space
+
+__all__ = [
+    "decided_conditions",
+    "derived_dim",
+    "never_below",
+    "failing_text",
+    "sizes_text",
+    "space_of",
+    "strided_text",
+]
+
+_LISTED: Final = 4  # failing intervals written out; more are counted
+
+
+@functools.lru_cache(maxsize=256)
+def space_of(names: tuple[str, ...]) -> Space:
+    """Return the (shared) `Space` of these input dims."""
+    return Space(names)
+
+
+def decided_conditions(
+    plan: Plan, names: Sequence[str], expressions: Mapping[str, Expr] | None = None
+) -> list[Condition]:
+    """`find_conditions`, each condition in one input dim decided as a set of its sizes.
+
+    Examples
+    --------
+    >>> import bcast
+    >>> from bcast.core.expressions import parse_expression
+    >>> p = bcast.plan("[s41,8]", "[M,8]")
+    >>> [c.text for c in decided_conditions(p, ["x", "y"],
+    ...                                     {"M": parse_expression("Min(64, s41)")})]
+    ['fails when s41 > 64: s41, Min(64, s41) must be equal (or 1)']
+    >>> p = bcast.plan("[s,8]", "[M,8]")
+    >>> [c.text for c in decided_conditions(p, ["x", "y"],
+    ...                                     {"M": parse_expression("Min(5000, s)")})]
+    ['fails when s > 5000: s, Min(5000, s) must be equal (or 1)']
+    """
+    found = find_conditions(plan, names, expressions=expressions)
+    if not expressions:
+        return found
+    return [_decided(plan, c, expressions) or c for c in found]
+
+
+def _column(plan: Plan, axis: int) -> list[tuple[int, Dim]]:
+    column: list[tuple[int, Dim]] = []
+    for k, (shape, axes) in enumerate(zip(plan.shapes, plan.alignment, strict=True)):
+        if axes is None or shape.rank is None:
+            continue
+        column.extend((k, d) for d, a in zip(shape.dims, axes, strict=True) if a == axis)
+    return column
+
+
+def _decided(plan: Plan, cond: Condition, expressions: Mapping[str, Expr]) -> Condition | None:
+    """Decide ``cond`` when its dims are expressions of one input dim; None otherwise."""
+    if len(cond.symbols) != 1:
+        return None
+    column = [(k, d) for k, d in _column(plan, cond.axis) if d.name is not None or d.hi is not None]
+    if not any(d.name in expressions for _, d in column):
+        return None
+    if any(d.name is None and not d.is_static for _, d in column):
+        return None  # a bounded unnamed interval: not a function of the symbol
+    exprs = [(k, _expr(d, expressions)) for k, d in column]
+    (symbol,) = cond.symbols
+    space = space_of((symbol,))
+    try:
+        region = space.column(exprs, plan.mode)
+    except NotAffine:
+        return None
+    head, failing = failing_text(space, symbol, region)
+    text = f"{head}: {requirement_text(column, plan.mode, expressions)}"
+    return replace(cond, text=text, failing=failing)
+
+
+def _expr(dim: Dim, expressions: Mapping[str, Expr]) -> Expr:
+    if dim.is_static:
+        return Expr("int", value=dim.lo)
+    found = expressions.get(dim.name or "")
+    return found if found is not None else Expr("sym", name=dim.name or "")
+
+
+def failing_text(space: Space, symbol: str, region: object) -> tuple[str, Intervals]:
+    """Say where one dim's sizes leave ``region``; with the failing intervals (hulls).
+
+    >>> from bcast.core.expressions import parse_expression as p
+    >>> s = space_of(("H",))
+    >>> failing_text(s, "H", s.compare(p("2*((H - 1)//2 + 1)"), "==", p("H")))
+    ('fails unless H is a multiple of 2', ((1, None),))
+    >>> failing_text(s, "H", s.compare(p("Min(64, H)"), "==", p("H")))
+    ('fails when H > 64', ((65, None),))
+    """
+    fails = space.sizes.subtract(region)
+    if fails.is_empty():
+        return "never fails", ()
+    if space.sizes.intersect(region).is_empty():
+        return f"fails for every {symbol}", ((1, None),)
+    intervals, congruence = space.one_dim(fails, symbol)
+    fails_exactly = space.exactly(fails, symbol)
+    if congruence is None and fails_exactly:
+        return "fails when " + _when(symbol, intervals), intervals
+    held, kept = space.one_dim(region, symbol)
+    if space.exactly(region, symbol):
+        return f"fails unless {sizes_text(symbol, held, kept)}", intervals
+    if fails_exactly:
+        return f"fails when {sizes_text(symbol, intervals, congruence)}", intervals
+    return f"fails unless {space.text(region)}", intervals
+
+
+def _when(symbol: str, intervals: Intervals) -> str:
+    if len(intervals) > _LISTED:
+        return f"{symbol} is in one of {len(intervals)} intervals, from {intervals[0][0]}"
+    parts = []
+    for lo, hi in intervals:
+        if hi is None:
+            parts.append(f"{symbol} > {lo - 1}")
+        elif lo <= 1:
+            parts.append(f"{symbol} < {hi + 1}")
+        elif lo == hi:
+            parts.append(f"{symbol} = {lo}")
+        else:
+            parts.append(f"{symbol} ∈ {lo}..{hi}")
+    return " or ".join(parts)
+
+
+def sizes_text(name: str, intervals: Intervals, congruence: Congruence | None) -> str:
+    """Say a dim's sizes as a condition: ``H is a multiple of 8``, ``s <= 64``.
+
+    >>> sizes_text("H", ((8, None),), (8, 0)), sizes_text("s", ((1, 64),), None)
+    ('H is a multiple of 8', 's <= 64')
+    >>> sizes_text("n", ((3, 99),), (4, 3))
+    'n % 4 == 3 and n <= 99'
+    """
+    parts = []
+    if congruence is not None:
+        m, r = congruence
+        parts.append(f"{name} is a multiple of {m}" if r == 0 else f"{name} % {m} == {r}")
+    low = 1  # the smallest size the congruence allows: a bound at or below it says nothing
+    if congruence is not None:
+        low = congruence[1] or congruence[0]
+    ranges = []
+    for lo, hi in intervals:
+        if hi is None and lo <= low:
+            continue
+        if hi is None:
+            ranges.append(f"{name} >= {lo}")
+        elif lo <= low:
+            ranges.append(f"{name} <= {hi}")
+        elif lo == hi:
+            ranges.append(f"{name} = {lo}")
+        else:
+            ranges.append(f"{lo} <= {name} <= {hi}")
+    if ranges:
+        parts.append(ranges[0] if len(ranges) == 1 else "(" + " or ".join(ranges) + ")")
+    return " and ".join(parts) or f"{name} >= 1"
+
+
+def strided_text(sizes: Intervals, congruence: Congruence) -> str:
+    """Write the sizes ``n % m == r`` of intervals: the first few, then the rule.
+
+    >>> strided_text(((2, None),), (2, 0)), strided_text(((3, 27),), (8, 3))
+    ('2, 4, 6, ... (multiples of 2)', '3, 11, 19, 27 (8k + 3)')
+    """
+    m, r = congruence
+    parts = []
+    for lo, hi in sizes:
+        first = lo + (r - lo) % m
+        if hi is not None and first > hi:
+            continue
+        if hi is None:
+            parts.append(f"{first}, {first + m}, {first + 2 * m}, ...")
+            continue
+        last = hi - (hi - r) % m
+        values = range(first, last + 1, m)
+        shown = (
+            [str(v) for v in values]
+            if len(values) <= 4
+            else [*map(str, values[:3]), "...", str(last)]
+        )
+        parts.append(", ".join(shown))
+    rule = f"multiples of {m}" if r == 0 else f"{m}k + {r}"
+    return ", ".join(parts) + f" ({rule})"
+
+
+def derived_dim(name: str, sizes: Intervals, congruence: Congruence, text: str) -> list[str]:
+    """Write a dim with a congruence as torch.export's derived ``Dim`` (``2*_height``).
+
+    >>> derived_dim("height", ((2, None),), (2, 0), "2, 4, ...")
+    ['_height = Dim("_height", min=1)', 'height = 2*_height']
+    >>> derived_dim("w", ((3, 99),), (8, 3), "3, 11, ...")
+    ['_w = Dim("_w", min=0, max=12)', 'w = 8*_w + 3']
+    """
+    m, r = congruence
+    lo, hi = sizes[0][0], sizes[-1][1]
+    low = (lo - r + m - 1) // m
+    bounds = f", min={low}" + ("" if hi is None else f", max={(hi - r) // m}")
+    note = "" if len(sizes) == 1 else f"  # only {text} run; a Dim cannot say it"
+    base = f"_{name}"
+    return [
+        f'{base} = Dim("{base}"{bounds})',
+        f"{name} = {m}*{base}" + (f" + {r}" if r else "") + note,
+    ]
+
+
+def never_below(big: Expr, small: Expr) -> bool:
+    """Tell whether ``big >= small`` at every size of their one symbol (decided by isl).
+
+    >>> from bcast.core.expressions import parse_expression as p
+    >>> never_below(p("Max(8, s)"), p("s")), never_below(p("Min(8, s)"), p("s"))
+    (True, False)
+    """
+    free = big.symbols | small.symbols
+    if len(free) != 1 or big == small:
+        return False
+    space = space_of(tuple(free))
+    try:
+        below = space.sizes.subtract(space.compare(big, ">=", small))
+    except NotAffine:
+        return False
+    return bool(below.is_empty())
