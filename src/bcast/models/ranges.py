@@ -9,43 +9,45 @@ point) to that claim and rewrites the report:
 - a requirement that fails at some size inside the ranges becomes an error,
   ``fails-in-range``, at the first size where it fails (it replaces the node's conditional
   findings);
-- a node whose requirements involve a dim without a range, or more sizes than are tried, keeps
-  its findings as they were.
+- a node whose requirements involve a dim without a range, or one that is not a Presburger
+  set (it multiplies dims), keeps its findings as they were, and says why.
 
-A requirement over one dim is decided by the domain's sizes for that dim (what ``bcast domain``
-prints; its contract is soundness), then size by size from the first size outside them to find
-where it fails. A requirement over several dims is tried at every point of the ranges, up to
-`GRID_POINTS` points.
+Each requirement is decided by set inclusion (isl, `bcast.models.presburger`): the box of the
+ranges (unbounded for ``LO..``) minus the requirement's set is empty, or it holds a point, and
+the smallest (isl's lexicographic minimum, dims in name order) is the counterexample. No size
+is tried.
 
 Examples
 --------
+>>> from bcast.core.expressions import parse_expression as p
 >>> from bcast.models.domain import Domain, DimDomain, Imposed, Requirement
+>>> from bcast.models.presburger import Space
+>>> space = Space(["seq"])
 >>> at = Imposed("add", "Add", 1, "fails when seq > 512")
->>> need = Requirement(at, frozenset({"seq"}), lambda b: b["seq"] <= 512 if "seq" in b else None)
->>> domain = Domain(dims=(DimDomain("seq", ((1, 512),), (at,)),), requirements=(need,))
+>>> need = Requirement(at, frozenset({"seq"}), lambda b: b["seq"] <= 512 if "seq" in b else None,
+...                    space.compare(p("seq"), "<=", p("512")))
+>>> domain = Domain(dims=(DimDomain("seq", ((1, 512),), (at,)),), requirements=(need,),
+...                 space=space)
 >>> decide(domain, {"seq": (1, 512)}).failing, decide(domain, {"seq": (1, 512)}).proven
 ({}, {'add'})
 >>> decide(domain, {"seq": (1, 513)}).failing["add"][1]
+{'seq': 513}
+>>> decide(domain, {"seq": (7, None)}).failing["add"][1]  # 7.. : no bound, still exact
 {'seq': 513}
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Final
 
 from bcast.core.dim import MAX_DIM, Dim
 from bcast.core.errors import BroadcastError
-from bcast.models.domain import ANY, Domain, Imposed, Requirement, Sizes, contains
+from bcast.models.domain import Domain, Imposed, Requirement
 from bcast.models.graph import Finding, Report, Severity
 
 __all__ = [
-    "GRID_POINTS",
-    "TRIED",
     "Decision",
     "DimValue",
     "Range",
@@ -59,10 +61,6 @@ Range = tuple[int, int | None]
 """The sizes ``lo..hi`` of one dim, both included; ``hi`` None: no upper bound."""
 DimValue = int | Range | str | Dim
 """What ``dims=`` takes for one dim: a size, a range ``(1, 512)``, ``"1..512"`` or a `Dim`."""
-TRIED: Final = 1 << 12
-"""Sizes tried one by one past the first size the domain leaves out (to find the failure)."""
-GRID_POINTS: Final = 1 << 16
-"""Points of the ranges tried for a requirement over several dims; more: left undecided."""
 
 
 def range_text(bounds: Range) -> str:
@@ -194,19 +192,15 @@ def decide(
             others = ", ".join(sorted(free - ranges.keys()))
             out.why.setdefault(node, f"it also depends on {others}, which no --dim range bounds")
             continue
-        verdict = (
-            _one(domain, requirement, ranges)
-            if len(given.symbols) == 1  # its dim's sizes in the domain are cut by it
-            else _grid(requirement, ranges)
-        )
+        verdict = _included(domain, given, fixed, ranges)
         if isinstance(verdict, dict):
             out.failing[node] = (requirement.imposed, verdict)
         elif verdict is None:
             out.undecided.add(node)
             out.why.setdefault(
                 node,
-                f"it relates {', '.join(sorted(free))} over more than {GRID_POINTS} sizes "
-                "(or a range without an upper bound)",
+                f"it multiplies dims ({', '.join(sorted(free))}): not a Presburger set, "
+                "so not decided over a range (each point is)",
             )
     out.proven = touched - out.undecided - out.failing.keys()
     return out
@@ -225,56 +219,28 @@ def _at(requirement: Requirement, points: Mapping[str, int]) -> Requirement:
     )
 
 
-def _one(
-    domain: Domain, requirement: Requirement, ranges: Mapping[str, Range]
+def _included(
+    domain: Domain,
+    requirement: Requirement,
+    points: Mapping[str, int],
+    ranges: Mapping[str, Range],
 ) -> dict[str, int] | bool | None:
-    """Decide a requirement over one ranged dim: True, the failing point, or None."""
-    (symbol,) = requirement.symbols
-    lo, hi = ranges[symbol]
-    found = domain.dim(symbol)
-    missing = _first_outside(lo, hi, found.sizes if found is not None else ANY)
-    if missing is None:
-        return True  # sizes below it hold: the domain's sizes lie inside each requirement's
-    top = missing + TRIED if hi is None else min(hi, missing + TRIED)
-    for value in range(missing, top + 1):
-        if requirement.test({symbol: value}) is False:
-            return {symbol: value}
-    return True if hi is not None and top == hi else None
+    """Decide a requirement over the ranges: True, its smallest failing point, or None.
 
-
-def _grid(requirement: Requirement, ranges: Mapping[str, Range]) -> dict[str, int] | bool | None:
-    """Decide a requirement over several ranged dims point by point (bounded ranges only)."""
-    names = sorted(requirement.symbols)
-    spans = [ranges[n] for n in names]
-    if any(hi is None for _, hi in spans):
-        return None
-    if math.prod((hi or lo) - lo + 1 for lo, hi in spans) > GRID_POINTS:
-        return None
-    undecided = False
-    for point in itertools.product(*(range(lo, (hi or lo) + 1) for lo, hi in spans)):
-        bindings = dict(zip(names, point, strict=True))
-        verdict = requirement.test(bindings)
-        if verdict is False:
-            return bindings
-        undecided = undecided or verdict is None
-    return None if undecided else True
-
-
-def _first_outside(lo: int, hi: int | None, sizes: Sizes) -> int | None:
-    """Return the smallest size of ``lo..hi`` that ``sizes`` leaves out; None if none.
-
-    >>> _first_outside(1, 512, ((1, 512),)), _first_outside(1, None, ((1, 512),))
-    (None, 513)
+    The box of the ranges (with the dims of ``points`` at their sizes) minus the
+    requirement's set: empty, the requirement holds everywhere in it; otherwise isl's
+    lexicographic minimum of the difference is where it fails first. None: the requirement
+    is not a set isl holds.
     """
-    value = lo
-    while hi is None or value <= hi:
-        if not contains(sizes, value):
-            return value
-        top = next(h for s, h in sizes if s <= value and (h is None or value <= h))
-        if top is None:
-            return None
-        value = top + 1
-    return None
+    space, region = domain.space, requirement.region
+    if space is None or region is None:
+        return None
+    free = sorted(requirement.symbols - points.keys())
+    box = space.box({n: ranges[n] for n in free}).intersect(
+        space.fixed({k: v for k, v in points.items() if k in requirement.symbols})
+    )
+    point = space.smallest(box.subtract(region), free)
+    return True if point is None else point
 
 
 def prove_ranges(report: Report, ranges: Mapping[str, Range]) -> Report:
@@ -282,11 +248,16 @@ def prove_ranges(report: Report, ranges: Mapping[str, Range]) -> Report:
 
     Examples
     --------
+    >>> from bcast.core.expressions import parse_expression as p
     >>> from bcast.models.domain import Domain, DimDomain, Imposed, Requirement
+    >>> from bcast.models.presburger import Space
+    >>> space = Space(["seq"])
     >>> at = Imposed("add", "Add", 1, "fails when seq > 512")
-    >>> need = Requirement(at, frozenset({"seq"}), lambda b: b.get("seq", 0) <= 512)
+    >>> need = Requirement(at, frozenset({"seq"}), lambda b: b.get("seq", 0) <= 512,
+    ...                    space.compare(p("seq"), "<=", p("512")))
     >>> seen = Finding(Severity.WARNING, "conditional", "add", "Add", (), "numpy", 1, "...")
-    >>> found = Domain(dims=(DimDomain("seq", ((1, 512),), (at,)),), requirements=(need,))
+    >>> found = Domain(dims=(DimDomain("seq", ((1, 512),), (at,)),), requirements=(need,),
+    ...                space=space)
     >>> report = Report("m.onnx", 1, (seen,), 1, (), found)
     >>> prove_ranges(report, {"seq": (1, 512)}).findings
     ()
