@@ -25,6 +25,7 @@ __all__ = [
     "decided_conditions",
     "derived_dim",
     "never_below",
+    "pieces_text",
     "failing_text",
     "sizes_text",
     "space_of",
@@ -239,3 +240,20 @@ def never_below(big: Expr, small: Expr) -> bool:
     except NotAffine:
         return False
     return bool(below.is_empty())
+
+
+def pieces_text(pieces: Sequence[tuple[int, int | None, int, int]] | None) -> str:
+    """Write sizes made of pieces ``(lo, hi, modulus, residue)`` (`Space.pieces`); "" for None.
+
+    >>> pieces_text([(1, 1, 1, 0), (2, None, 2, 0)])
+    '1; 2, 4, 6, ... (multiples of 2)'
+    """
+    if not pieces:
+        return ""
+    parts = []
+    for lo, hi, m, r in pieces:
+        if m > 1:
+            parts.append(strided_text(((lo, hi),), (m, r)))
+        else:
+            parts.append(str(lo) if lo == hi else f"{lo}..{'' if hi is None else hi}")
+    return "; ".join(parts)

@@ -180,11 +180,13 @@ class DimDomain:
     """``(m, r)``: only the sizes ``n % m == r`` of `sizes` (``height`` a multiple of 2)."""
     condition: str = ""
     """The sizes as a condition, as isl decided them (``height is a multiple of 2``)."""
+    exact: bool = True
+    """False where `sizes` (and `congruence`) are only the hull: `condition` says them."""
 
     @property
     def text(self) -> str:
-        """The sizes written for people (`values_text`)."""
-        return values_text(self.sizes, self.congruence)
+        """The sizes written for people (`values_text`; the `condition` where not `exact`)."""
+        return values_text(self.sizes, self.congruence) if self.exact else self.condition
 
     def to_json(self) -> dict[str, object]:
         """Return plain JSON data: intervals as ``[lo, hi]`` (``hi`` null: unbounded)."""
@@ -198,6 +200,8 @@ class DimDomain:
             out["congruence"] = {"modulus": self.congruence[0], "residue": self.congruence[1]}
         if self.condition:
             out["condition"] = self.condition
+        if not self.exact:
+            out["exact"] = False
         return out
 
 
@@ -409,6 +413,12 @@ class Domain:
             lo, hi = d.sizes[0][0], d.sizes[-1][1]
             if len(d.sizes) == 1 and lo == hi:
                 out.append(f"{name} = {lo}  # static: None in dynamic_shapes, size {lo}")
+                continue
+            if not d.exact:
+                hull = f", min={lo}" + ("" if hi is None else f", max={hi}")
+                out.append(
+                    f'{name} = Dim("{name}"{hull})  # only {d.text} run; a Dim cannot say it'
+                )
                 continue
             if d.congruence is not None:  # a derived Dim: name = m*_name + r
                 out.extend(derived_dim(name, d.sizes, d.congruence, d.text))

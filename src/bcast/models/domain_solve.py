@@ -30,7 +30,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.polynomials import cancelled, expanded
-from bcast.models.condition_sets import sizes_text
+from bcast.models.condition_sets import pieces_text, sizes_text
 from bcast.models.domain import (
     ArithmeticRecord,
     BoundRecord,
@@ -403,11 +403,13 @@ def _domain(graph: Graph, work: _Work) -> Domain:
     for name in dims.names:
         sizes, congruence = space.one_dim(whole, name)
         exact = space.exactly(whole, name)
-        condition = (
-            sizes_text(name, sizes, congruence) if exact else space.text(whole, only=(name,))
+        condition = sizes_text(name, sizes, congruence) if exact else ""
+        shown = (
+            "" if exact else pieces_text(space.pieces(whole, name)) or space.text(whole, (name,))
         )
         imposed = imposers(space, name, regions, whole)
-        out.append(DimDomain(name, sizes, imposed, congruence if exact else None, condition))
+        congruence = congruence if exact else None
+        out.append(DimDomain(name, sizes, imposed, congruence, condition or shown, exact=exact))
         solver.sizes[name] = sizes
     parts = said_relations(dims.names, solver, work.relations)
     merged = _merged(parts + work.others)

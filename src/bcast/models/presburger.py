@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
-from bcast.models.presburger_terms import RELATIONS, divisors, product_form
+from bcast.models.presburger_terms import RELATIONS, divisors, hulls, product_form, rebuilt, unit
 
 __all__ = ["ONE_WAY_TARGET", "Congruence", "Intervals", "NotAffine", "Space"]
 
@@ -44,6 +44,7 @@ Intervals = tuple[tuple[int, int | None], ...]
 """Sorted, disjoint closed intervals ``(lo, hi)`` of sizes; ``hi`` None: unbounded."""
 ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
 _MOST_DIVISORS: Final = 4096  # pieces of a product's case split; more: not decided as a set
+_POINTS: Final = 256  # a two-dim piece that is not a box is listed point by point up to this
 _LARGEST: Final = 1 << 40  # constants a product is split over (their divisors are listed)
 
 
@@ -352,7 +353,7 @@ class Space:
         line = self.line(region, name)
         if line.is_empty():
             return (), None
-        intervals = _hulls(line)
+        intervals = hulls(line)
         modulus = int(line.get_stride(0).to_python())
         if modulus <= 1:
             return intervals, None
@@ -362,7 +363,31 @@ class Space:
     def exactly(self, region: Any, name: str) -> bool:
         """Tell whether `one_dim` says the sizes of ``name`` in ``region`` exactly."""
         intervals, congruence = self.one_dim(region, name)
-        return _rebuilt(self.isl, self.line(region, name), intervals, congruence)
+        return rebuilt(self.isl, self.line(region, name), intervals, congruence)
+
+    def pieces(self, region: Any, name: str) -> list[tuple[int, int | None, int, int]] | None:
+        """Return the sizes of ``name`` in ``region`` as pieces ``(lo, hi, modulus, residue)``.
+
+        Each piece is the sizes of ``lo..hi`` with ``n % modulus == residue``; None where a
+        piece is not of that form.
+
+        >>> from bcast.core.expressions import parse_expression as p
+        >>> s = Space(["H"])
+        >>> up = p("2*((H - 1)//2 + 1)")
+        >>> s.pieces(s.compare(up, "==", p("H")).union(s.compare(p("H"), "==", p("1"))), "H")
+        [(1, 1, 1, 0), (2, None, 2, 0)]
+        """
+        isl = self.isl
+        out = []
+        for basic in self.line(region, name).get_basic_sets():
+            piece = isl.Set.from_basic_set(basic)
+            ((lo, hi),) = hulls(piece)
+            m = int(piece.get_stride(0).to_python())
+            r = int(piece.get_stride_info(0).get_offset().get_constant_val().to_python()) % m
+            if not rebuilt(isl, piece, ((lo, hi),), (m, r) if m > 1 else None):
+                return None
+            out.append((lo, hi, m, r))
+        return sorted(out, key=lambda q: q[0])
 
     def line(self, region: Any, name: str) -> Any:
         """Return the sizes of dim ``name`` in ``region``, as a one-dim isl set."""
@@ -426,43 +451,10 @@ class Space:
                 for k in range(2)
             ]
             box = isl.Set(f"{{ [x, y] : {a} <= x <= {b} and {c} <= y <= {d} }}")
-            if not box.is_equal(piece):
+            if box.is_equal(piece):
+                out.append(((a, b), ((c, d),)))
+            elif (b - a + 1) * (d - c + 1) <= _POINTS:  # a small piece: its points, listed
+                piece.foreach_point(lambda q, out=out: out.append(unit(isl, q)))
+            else:
                 return ()
-            out.append(((a, b), ((c, d),)))
         return tuple(sorted(out))
-
-
-def _hulls(line: Any) -> tuple[tuple[int, int | None], ...]:
-    parts: list[tuple[int, int | None]] = []
-    for basic in line.get_basic_sets():
-        piece = type(line).from_basic_set(basic)
-        lo = int(piece.dim_min_val(0).to_python())
-        top = piece.dim_max_val(0)
-        parts.append((lo, None if top.is_infty() else int(top.to_python())))
-    parts.sort(key=lambda p: (p[0], p[1] is None, p[1] or 0))
-    out: list[tuple[int, int | None]] = []
-    for lo, hi in parts:
-        if out and (out[-1][1] is None or out[-1][1] + 1 >= lo):
-            last = out[-1][1]
-            out[-1] = (out[-1][0], None if last is None or hi is None else max(last, hi))
-        else:
-            out.append((lo, hi))
-    return tuple(out)
-
-
-def _interval_set(isl: Any, intervals: Sequence[tuple[int, int | None]]) -> Any:
-    text = " or ".join(
-        f"x >= {lo}" + ("" if hi is None else f" and x <= {hi}") for lo, hi in intervals
-    )
-    return isl.Set("{ [x] : " + (text or "false") + " }")
-
-
-def _rebuilt(
-    isl: Any, line: Any, intervals: Sequence[tuple[int, int | None]], congruence: Congruence | None
-) -> bool:
-    """Tell whether ``line`` is exactly its intervals (with the congruence, if any)."""
-    rebuilt = _interval_set(isl, intervals)
-    if congruence is not None:
-        m, r = congruence
-        rebuilt = rebuilt.intersect(isl.Set(f"{{ [x] : x mod {m} = {r} }}"))
-    return bool(rebuilt.is_equal(line))

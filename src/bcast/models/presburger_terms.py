@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Final
 
 from bcast.core.expressions import Expr
 
-__all__ = ["RELATIONS", "divisors", "product_form"]
+__all__ = ["RELATIONS", "divisors", "hulls", "interval_set", "product_form", "rebuilt", "unit"]
 
 
 def divisors(n: int) -> list[int]:
@@ -69,3 +70,50 @@ RELATIONS: Final[dict[str, Any]] = {
     ">": lambda a, b: a.gt_set(b),
     "!=": lambda a, b: a.ne_set(b),
 }
+
+
+def unit(isl: Any, point: Any) -> tuple[tuple[int, int], tuple[tuple[int, int | None], ...]]:
+    """Return an isl point of two dims as a box of one size by one."""
+    x, y = (int(point.get_coordinate_val(isl.dim_type.set, k).to_python()) for k in range(2))
+    return (x, x), ((y, y),)
+
+
+def hulls(line: Any) -> tuple[tuple[int, int | None], ...]:
+    """Return the interval each piece of a one-dim isl set spans, merged where they touch."""
+    parts: list[tuple[int, int | None]] = []
+    for basic in line.get_basic_sets():
+        piece = type(line).from_basic_set(basic)
+        lo = int(piece.dim_min_val(0).to_python())
+        top = piece.dim_max_val(0)
+        parts.append((lo, None if top.is_infty() else int(top.to_python())))
+    parts.sort(key=lambda p: (p[0], p[1] is None, p[1] or 0))
+    out: list[tuple[int, int | None]] = []
+    for lo, hi in parts:
+        if out and (out[-1][1] is None or out[-1][1] + 1 >= lo):
+            last = out[-1][1]
+            out[-1] = (out[-1][0], None if last is None or hi is None else max(last, hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def interval_set(isl: Any, intervals: Sequence[tuple[int, int | None]]) -> Any:
+    """Return a union of intervals as a one-dim isl set."""
+    text = " or ".join(
+        f"x >= {lo}" + ("" if hi is None else f" and x <= {hi}") for lo, hi in intervals
+    )
+    return isl.Set("{ [x] : " + (text or "false") + " }")
+
+
+def rebuilt(
+    isl: Any,
+    line: Any,
+    intervals: Sequence[tuple[int, int | None]],
+    congruence: tuple[int, int] | None,
+) -> bool:
+    """Tell whether ``line`` is exactly its intervals (with the congruence, if any)."""
+    rebuilt = interval_set(isl, intervals)
+    if congruence is not None:
+        m, r = congruence
+        rebuilt = rebuilt.intersect(isl.Set(f"{{ [x] : x mod {m} = {r} }}"))
+    return bool(rebuilt.is_equal(line))

@@ -1,0 +1,210 @@
+"""The domain decided as integer sets by isl (issue 37 item 2), not by trying sizes.
+
+Expected values are worked out by hand from the arithmetic (``2*((H - 1)//2 + 1) == H``
+exactly when H is even) or come from onnxruntime and NumPy running the sizes; each test
+names a set that a bounded search (sizes up to 4096, or a 256 x 256 grid) would get wrong or
+could not say: a congruence, a failure past 32768, an unbounded range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bcast
+from bcast.core.expressions import parse_expression
+from bcast.core.shape import Shape
+from bcast.models import Graph
+from bcast.models.domain import ArithmeticRecord
+from bcast.models.domain_solve import solve_domain
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F = TensorProto.FLOAT
+
+
+def _e(text: str) -> object:
+    found = parse_expression(text)
+    assert found is not None
+    return found
+
+
+def _model(nodes, inputs, outputs, inits=(), value_info=()):
+    graph = helper.make_graph(nodes, "m", inputs, outputs, list(inits), value_info=value_info)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _runs(model, feeds) -> str | None:
+    """Run ``model`` in onnxruntime, unoptimised; None if it runs, else its error."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+        session.run(None, feeds)
+    except Exception as err:  # onnxruntime's own error types
+        return str(err)
+    return None
+
+
+# -- a congruence ------------------------------------------------------------------------------
+
+
+def test_a_stride_2_round_trip_makes_the_height_a_multiple_of_2() -> None:
+    # A U-Net level: Conv stride 2 then ConvTranspose stride 2 gives 2*((H - 1)//2 + 1),
+    # which equals H exactly when H is even (H = 2k: 2k; H = 2k + 1: 2k + 2).
+    graph = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[H]")})
+    up = ArithmeticRecord("up", "ConvTranspose", _e("2*((H - 1)//2 + 1)"), "==", _e("H"))
+    domain = solve_domain(graph, [up], {})
+    (h,) = domain.dims
+    assert (h.sizes, h.congruence) == (((2, None),), (2, 0))
+    assert h.text == "2, 4, 6, ... (multiples of 2)"
+    assert h.to_json()["condition"] == "H is a multiple of 2"
+    # torch.export's derived dim (torch.export.Dim docs: "dx = Dim('dx'); 2*dx")
+    assert domain.torch_lines()[:2] == ['_H = Dim("_H", min=1)', "H = 2*_H"]
+    for size in (2, 4, 4096, 4098, 10**9):
+        assert domain.first_failure({"H": size}) is None
+    for size in (1, 3, 4097, 10**9 + 1):
+        assert domain.first_failure({"H": size}) is not None
+
+
+def test_a_unet_skip_add_runs_for_1_and_the_even_heights_as_onnxruntime_says() -> None:
+    # x [1,1,H,8] -> Conv k3 s2 p1 -> ConvTranspose k2 s2 -> + x. The upsampled height is
+    # 2*((H - 1)//2 + 1): H when H is even; at H = 1 it is 2 and broadcasts with x's 1.
+    rng = np.random.default_rng(0)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], "down", strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("ConvTranspose", ["c", "wt"], ["u"], "up", strides=[2, 2]),
+        helper.make_node("Add", ["x", "u"], ["y"], "skip"),
+    ]
+    x = helper.make_tensor_value_info("x", F, [1, 1, "H", 8])
+    y = helper.make_tensor_value_info("y", F, None)
+    inits = [
+        numpy_helper.from_array(rng.random((1, 1, 3, 3), np.float32), "w"),
+        numpy_helper.from_array(rng.random((1, 1, 2, 2), np.float32), "wt"),
+    ]
+    model = _model(nodes, [x], [y], inits)
+    domain = bcast.check(model).domain
+    height = domain.dim("H")
+    assert height is not None and height.text == "1; 2, 4, 6, ... (multiples of 2)"
+    for h in (1, 2, 3, 25, 26, 27, 28, 4097, 4098):
+        error = _runs(model, {"x": np.ones((1, 1, h, 8), np.float32)})
+        failure = domain.first_failure({"H": h})
+        assert (error is None) == (failure is None), (h, error, failure)
+        assert error is None or "skip" in error
+
+
+# -- past any bound a search would use -----------------------------------------------------------
+
+
+def _add(first: list, second: list) -> onnx.ModelProto:
+    nodes = [helper.make_node("Add", ["a", "b"], ["y"], "add")]
+    a = helper.make_tensor_value_info("a", F, first)
+    b = helper.make_tensor_value_info("b", F, second)
+    return _model(nodes, [a, b], [helper.make_tensor_value_info("y", F, None)])
+
+
+@pytest.mark.parametrize("cap", [64, 5000, 100_000])
+def test_a_cap_is_found_wherever_it_lies(cap: int) -> None:
+    # NumPy: (s,) with (Min(cap, s),) broadcast up to s = cap and not at cap + 1.
+    np.broadcast_shapes((cap,), (min(cap, cap),))
+    with pytest.raises(ValueError):
+        np.broadcast_shapes((cap + 1,), (min(cap, cap + 1),))
+    report = bcast.check(_add(["s"], [f"Min({cap}, s)"]))
+    (found,) = report.findings
+    assert found.reason.startswith(f"fails when s > {cap}: ")
+    assert "checked" not in found.reason
+    assert report.domain.dim("s").text == f"1..{cap}"
+
+
+# -- relations between dims ------------------------------------------------------------------------
+
+
+def test_a_kv_cache_length_must_be_past_plus_seq_as_onnxruntime_says() -> None:
+    # The keys are Concat(past, new) on axis 1: past + seq rows; a mask of `total` rows is
+    # added to them: total must equal past + seq (or be 1).
+    nodes = [
+        helper.make_node("Concat", ["past", "new"], ["keys"], "cat", axis=1),
+        helper.make_node("Add", ["keys", "mask"], ["y"], "mask_add"),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("past", F, [1, "past", 4]),
+        helper.make_tensor_value_info("new", F, [1, "seq", 4]),
+        helper.make_tensor_value_info("mask", F, [1, "total", 4]),
+    ]
+    keys = helper.make_tensor_value_info("keys", F, [1, "past + seq", 4])
+    model = _model(nodes, inputs, [helper.make_tensor_value_info("y", F, None)], (), [keys])
+    domain = bcast.check(model).domain
+    (tie,) = [r for r in domain.relations if set(r.dims) == {"past", "seq", "total"}]
+    assert tie.decided and tie.condition
+    for past, seq, total in [(5, 3, 7), (5, 3, 8), (5, 3, 1), (5, 3, 9), (1, 1, 2), (7, 1, 8)]:
+        feeds = {
+            "past": np.ones((1, past, 4), np.float32),
+            "new": np.ones((1, seq, 4), np.float32),
+            "mask": np.ones((1, total, 4), np.float32),
+        }
+        error = _runs(model, feeds)
+        failure = domain.first_failure({"past": past, "seq": seq, "total": total})
+        assert (error is None) == (failure is None), (past, seq, total, error)
+
+
+def test_an_arithmetic_relation_is_said_in_words_and_decided() -> None:
+    graph = Graph("m.onnx", "onnx", shapes={"k": Shape.parse("[past,seq,total]")})
+    cat = ArithmeticRecord("cat", "Concat", _e("total"), "==", _e("past + seq"))
+    domain = solve_domain(graph, [cat], {})
+    (tie,) = domain.relations
+    assert (tie.kind, tie.text, tie.decided) == ("holds", "total must equal past + seq", True)
+    assert domain.first_failure({"past": 5, "seq": 3, "total": 7}).node == "cat"
+    assert domain.first_failure({"past": 5, "seq": 3, "total": 8}) is None
+    # past and seq alone may be any size; total = past + seq is at least 2.
+    assert [(d.name, d.text) for d in domain.dims] == [
+        ("past", "any"),
+        ("seq", "any"),
+        ("total", "2.."),
+    ]
+
+
+# -- ranges: set inclusion, bounded or not ------------------------------------------------
+
+
+def test_an_unbounded_range_is_proved_or_refuted_exactly() -> None:
+    model = _add(["s"], ["Min(100000, s)"])
+    (inside,) = bcast.check(model, dims={"s": (1, 100_000)}).findings or (None,)
+    assert inside is None  # every s in 1..100000 runs: the condition goes
+    (outside,) = bcast.check(model, dims={"s": "1.."}).findings
+    assert outside.kind == "fails-in-range"
+    assert outside.reason.startswith("fails at s=100001, inside --dim s=1..")
+    never = _add(["s"], ["Max(1, s)"])  # s with Max(1, s) = s: equal for every size
+    assert [f.kind for f in bcast.check(never, dims={"s": "7.."}).findings] == []
+
+
+# -- products of dims ------------------------------------------------------------------------------
+
+
+def test_a_product_against_a_constant_is_split_over_its_divisors() -> None:
+    graph = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[a,b]")})
+    flat = ArithmeticRecord("flat", "Reshape", _e("a*b"), "==", _e("12"))
+    domain = solve_domain(graph, [flat], {})
+    # a*b = 12 with a, b >= 1: a divides 12.
+    assert domain.dim("a").text == "1..4, 6, 12"
+    (tie,) = domain.relations
+    pairs = [(a, b) for (a, _), ((b, _),) in tie.boxes]
+    assert tie.decided and pairs == [(1, 12), (2, 6), (3, 4), (4, 3), (6, 2), (12, 1)]
+
+
+def test_a_product_against_a_product_is_said_undecided_as_a_set() -> None:
+    graph = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[a,b,c,d]")})
+    counts = ArithmeticRecord("r", "Reshape", _e("a*b*32"), "==", _e("c*d"))
+    domain = solve_domain(graph, [counts], {})
+    (tie,) = domain.relations
+    assert not tie.decided and not tie.condition
+    assert any("not decided as a set" in line for line in domain.lines())
+    assert tie.to_json()["decided_as_set"] is False
+    assert domain.first_failure({"a": 2, "b": 3, "c": 12, "d": 16}) is None  # 192 = 192
+    assert domain.first_failure({"a": 2, "b": 3, "c": 12, "d": 15}).node == "r"
