@@ -208,3 +208,19 @@ def test_a_product_against_a_product_is_said_undecided_as_a_set() -> None:
     assert tie.to_json()["decided_as_set"] is False
     assert domain.first_failure({"a": 2, "b": 3, "c": 12, "d": 16}) is None  # 192 = 192
     assert domain.first_failure({"a": 2, "b": 3, "c": 12, "d": 15}).node == "r"
+
+
+def test_a_product_over_ranges_is_decided_by_z3() -> None:
+    # Not Presburger sets: z3 decides them over the --dim ranges, bounded or not.
+    from bcast.models.ranges import decide
+
+    graph = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[a,b,c,d]")})
+    counts = ArithmeticRecord("r", "Reshape", _e("a*b*32"), "==", _e("c*d"))
+    rows = ArithmeticRecord("g", "Gather", _e("a"), "<=", _e("a*b"))  # b >= 1: always
+    domain = solve_domain(graph, [counts, rows], {})
+    assert not any(r.decided for r in domain.relations)
+    decision = decide(domain, {"a": (1, 4), "b": (1, 4), "c": (1, 8), "d": (1, None)})
+    assert decision.proven == {"g"}
+    point = decision.failing["r"][1]
+    assert point["a"] * point["b"] * 32 != point["c"] * point["d"]  # it does fail there
+    assert 1 <= point["a"] <= 4 and 1 <= point["b"] <= 4 and 1 <= point["c"] <= 8

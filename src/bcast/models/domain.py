@@ -269,6 +269,8 @@ class Requirement:
     test: Callable[[Mapping[str, int]], bool | None] = field(compare=False)
     region: Any = field(default=None, compare=False)
     """The sizes that hold it, an isl set of `Domain.space` (None: not a Presburger set)."""
+    formula: Any = field(default=None, compare=False)
+    """It as `bcast.models.smt.Formula`, for z3 where it is not a Presburger set."""
 
 
 @dataclass(frozen=True, slots=True)

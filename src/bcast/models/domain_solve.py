@@ -92,13 +92,19 @@ class _Work:
         return self.regions[key]
 
     def impose(
-        self, by: Imposed, free: frozenset[str], test: Test, region: Any, text: str | None
+        self,
+        by: Imposed,
+        free: frozenset[str],
+        test: Test,
+        region: Any,
+        text: str | None,
+        formula: tuple[Any, ...] | None = None,
     ) -> None:
         """Record a requirement: it fails outright, cuts one dim, or relates several.
 
         Over several dims it is also said as a relation (``text``; None: not said).
         """
-        self.requirements.append(Requirement(by, free, test, region))
+        self.requirements.append(Requirement(by, free, test, region, formula))
         if not free:
             if test({}) is False:
                 self.failed.append(by)
@@ -154,7 +160,8 @@ def _condition(work: _Work, record: PlanRecord, cond: Condition) -> None:
     values = tuple((k, dims.expr(d)) for k, d, s in kept if s is not None)
     free = frozenset().union(*(s for _, _, s in kept if s is not None))
     region = work.region((mode, values), lambda space: space.column(values, mode))
-    work.requirements.append(Requirement(by, free, column_test(dims, column, mode), region))
+    test = column_test(dims, column, mode)
+    work.requirements.append(Requirement(by, free, test, region, ("column", values, mode)))
     if not free:
         return
     exprs = any(d.name in dims.expressions for _, d, s in kept if s)
@@ -234,7 +241,12 @@ def _product(work: _Work, record: ProductRecord) -> None:
         return space.product_equals(exprs, wanted // statics)
 
     region = work.region(("product", exprs, statics, wanted, open_), make)
-    work.impose(by, free, test, region, f"{shown} must {verb} {wanted}")
+    total = product([Expr("int", value=statics), *exprs])
+    if open_:
+        total = Expr("%", (total, Expr("int", value=wanted or 1)))
+    goal = Expr("int", value=0 if open_ else wanted)
+    formula = ("compare", total, "==", goal)
+    work.impose(by, free, test, region, f"{shown} must {verb} {wanted}", formula)
 
 
 def _count(work: _Work, record: CountRecord) -> None:
@@ -259,7 +271,8 @@ def _count(work: _Work, record: CountRecord) -> None:
     words = f"{left} must equal {right}"
     by = Imposed(record.node, record.op, None, f"Reshape: {words} (element counts)")
     region = work.region(("==", left, right), lambda space: space.compare(left, "==", right))
-    work.impose(by, free, _compared(left, right, operator.eq), region, words)
+    formula = ("compare", left, "==", right)
+    work.impose(by, free, _compared(left, right, operator.eq), region, words, formula)
 
 
 def _compared(left: Expr, right: Expr, holds: Callable[[int, int], bool]) -> Test:
@@ -289,7 +302,8 @@ def _index(work: _Work, record: IndexRecord) -> None:
     reason = f"indices up to {expanded(plus(record.rows, -1))} read {size} rows: {words}"
     by = Imposed(record.node, record.op, None, reason)
     region = work.region(("<=", rows, room), lambda space: space.compare(rows, "<=", room))
-    work.impose(by, free, _compared(rows, room, operator.le), region, words)
+    formula = ("compare", rows, "<=", room)
+    work.impose(by, free, _compared(rows, room, operator.le), region, words, formula)
 
 
 def _bound(work: _Work, record: BoundRecord) -> None:
@@ -308,7 +322,8 @@ def _bound(work: _Work, record: BoundRecord) -> None:
     by = Imposed(record.node, record.op, None, reason)
     count = dims.expr(record.count)
     region = work.region(("<=", count, room), lambda space: space.compare(count, "<=", room))
-    work.impose(by, free, _compared(count, room, operator.le), region, None)
+    formula = ("compare", count, "<=", room)
+    work.impose(by, free, _compared(count, room, operator.le), region, None, formula)
 
 
 def _window(work: _Work, record: WindowRecord) -> None:
@@ -322,7 +337,8 @@ def _window(work: _Work, record: WindowRecord) -> None:
     by = Imposed(record.node, record.op, record.axis, reason)
     one = Expr("int", value=1)
     region = work.region((">=", shown, one), lambda space: space.compare(shown, ">=", one))
-    work.impose(by, free, _compared(shown, one, operator.ge), region, f"{shown} >= 1")
+    formula = ("compare", shown, ">=", one)
+    work.impose(by, free, _compared(shown, one, operator.ge), region, f"{shown} >= 1", formula)
 
 
 _WORDS: Final = {"==": "must equal", "<=": "must be at most", ">=": "must be at least"}
@@ -345,7 +361,8 @@ def _arithmetic(work: _Work, record: ArithmeticRecord) -> None:
     region = work.region(
         (relation, left, right), lambda space: space.compare(left, relation, right)
     )
-    work.impose(by, free, _compared(left, right, _HOLDS[relation]), region, words)
+    formula = ("compare", left, relation, right)
+    work.impose(by, free, _compared(left, right, _HOLDS[relation]), region, words, formula)
 
 
 _REQUIRES: Final[dict[type, Callable[[_Work, Any], None]]] = {

@@ -9,13 +9,13 @@ point) to that claim and rewrites the report:
 - a requirement that fails at some size inside the ranges becomes an error,
   ``fails-in-range``, at the first size where it fails (it replaces the node's conditional
   findings);
-- a node whose requirements involve a dim without a range, or one that is not a Presburger
-  set (it multiplies dims), keeps its findings as they were, and says why.
+- a node whose requirements involve a dim without a range, or one that multiplies dims and
+  z3 cannot decide, keeps its findings as they were, and says why.
 
 Each requirement is decided by set inclusion (isl, `bcast.models.presburger`): the box of the
 ranges (unbounded for ``LO..``) minus the requirement's set is empty, or it holds a point, and
-the smallest (isl's lexicographic minimum, dims in name order) is the counterexample. No size
-is tried.
+the smallest (isl's lexicographic minimum, dims in name order) is the counterexample. A
+requirement that multiplies dims goes to z3 (`bcast.models.smt`). No size is tried.
 
 Examples
 --------
@@ -46,6 +46,7 @@ from bcast.core.dim import MAX_DIM, Dim
 from bcast.core.errors import BroadcastError
 from bcast.models.domain import Domain, Imposed, Requirement
 from bcast.models.graph import Finding, Report, Severity
+from bcast.models.smt import failing
 
 __all__ = [
     "Decision",
@@ -200,7 +201,7 @@ def decide(
             out.why.setdefault(
                 node,
                 f"it multiplies dims ({', '.join(sorted(free))}): not a Presburger set, "
-                "so not decided over a range (each point is)",
+                "and z3 could not decide it over the ranges (each point is decided)",
             )
     out.proven = touched - out.undecided - out.failing.keys()
     return out
@@ -229,12 +230,18 @@ def _included(
 
     The box of the ranges (with the dims of ``points`` at their sizes) minus the
     requirement's set: empty, the requirement holds everywhere in it; otherwise isl's
-    lexicographic minimum of the difference is where it fails first. None: the requirement
-    is not a set isl holds.
+    lexicographic minimum of the difference is where it fails first. A requirement that is
+    not a set isl holds (a product of dims) goes to z3 (`bcast.models.smt`): a failing point
+    (not the smallest), True, or None where z3 cannot say.
     """
     space, region = domain.space, requirement.region
     if space is None or region is None:
-        return None
+        if requirement.formula is None:
+            return None
+        found = failing(requirement.formula, ranges, points)  # z3, for a product of dims
+        if isinstance(found, dict) and requirement.test({**points, **found}) is not False:
+            return None  # z3's point does not fail when evaluated: not trusted
+        return found
     free = sorted(requirement.symbols - points.keys())
     box = space.box({n: ranges[n] for n in free}).intersect(
         space.fixed({k: v for k, v in points.items() if k in requirement.symbols})
