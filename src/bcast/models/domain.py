@@ -393,7 +393,8 @@ class Domain:
             elif not r.decided:
                 out.append(
                     "  (not decided as a set: it multiplies dims, which isl cannot hold; the "
-                    "sizes above do not take it into account, each point is decided exactly)"
+                    "sizes above do not take it into account; each point is decided exactly, "
+                    "--dim ranges by z3)"
                 )
         out += [f"not decided beyond node {i}: {i.reason}" for i in self.undecided[:_LISTED]]
         if len(self.undecided) > _LISTED:

@@ -297,6 +297,8 @@ def _index(work: _Work, record: IndexRecord) -> None:
     if not (record.rows.symbols | size.symbols) <= dims.inputs:
         return  # a dim the user does not control: not a requirement on inputs
     rows, room = cancelled(record.rows, size)
+    if rows == room:
+        return  # as many rows as indices, whatever the sizes
     free = rows.symbols | room.symbols
     words = f"{rows} must be at most {room}"
     reason = f"indices up to {expanded(plus(record.rows, -1))} read {size} rows: {words}"
