@@ -54,6 +54,18 @@ def _pattern(record: Record) -> str:
     return f"{record.case.pattern}/{record.case.operands}"
 
 
+def _op(record: Record) -> str:
+    """Name the operator with the attributes that change its function (fmod, direction).
+
+    So Mod(fmod=0) and Mod(fmod=1) never share a cluster. Attributes that only place
+    the scale (axis, block_size) stay in the shape pattern.
+    """
+    picked = {k: v for k, v in record.case.attrs.items() if k in {"fmod", "direction"}}
+    if not picked:
+        return record.case.op
+    return f"{record.case.op}({','.join(f'{k}={v}' for k, v in picked.items())})"
+
+
 def clusters(kit: Kit) -> list[Cluster]:
     """Group the kit's disagreements; the defects first, then the larger clusters.
 
@@ -61,11 +73,11 @@ def clusters(kit: Kit) -> list[Cluster]:
     -------
     list of Cluster
     """
-    valid_by_type: Counter[tuple[str, str, tuple[str, ...]]] = Counter()
+    valid_by_type: Counter[tuple[str, str, tuple[str, ...]]] = Counter()  # by _op
     refused_by_type: Counter[tuple[str, str, tuple[str, ...]]] = Counter()
     for r in kit.records:
         if r.case.valid:
-            key = (r.label, r.case.op, r.case.dtypes)
+            key = (r.label, _op(r), r.case.dtypes)
             valid_by_type[key] += 1
             refused_by_type[key] += r.verdict.refused
     groups: dict[tuple[str, str, str, str], list[Record]] = defaultdict(list)
@@ -74,10 +86,10 @@ def clusters(kit: Kit) -> list[Cluster]:
         if verdict == "agree":
             continue
         pattern = _pattern(r)
-        type_key = (r.label, r.case.op, r.case.dtypes)
+        type_key = (r.label, _op(r), r.case.dtypes)
         if verdict == "refuses_valid" and refused_by_type[type_key] == valid_by_type[type_key]:
             pattern = EVERY_SHAPE
-        groups[(r.label, r.case.op, verdict, pattern)].append(r)
+        groups[(r.label, _op(r), verdict, pattern)].append(r)
     found = [Cluster(key, records) for key, records in groups.items()]
     found.sort(key=lambda c: (not c.defect, c.label, c.op, VERDICTS.index(c.verdict), c.pattern))
     return found
@@ -163,7 +175,7 @@ def _finding(cluster: Cluster, info: dict[str, Any]) -> dict[str, Any]:
     finding = {
         "runtime": info.get("name", record.label),
         "configuration": record.label,
-        "op": cluster.op,
+        "op": case.op,
         "verdict": cluster.verdict,
         "defect": cluster.defect,
         "pattern": cluster.pattern,
