@@ -72,6 +72,7 @@ def test_no_defect_exits_0_and_spec_undefined_does_not_count(registered: Path) -
         pytest.param(["--ops", "Conv"], id="unknown-op"),
         pytest.param(["--runtime", ","], id="empty-runtime-list"),
         pytest.param(["--format", "text", "--json"], id="json-and-text"),
+        pytest.param(["--format", "json"], id="json-is-not-a-format"),  # DESIGN: --json
     ],
 )
 def test_bad_usage_exits_2_with_one_line_and_the_json_error(args: list[str]) -> None:

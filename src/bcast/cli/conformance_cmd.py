@@ -44,7 +44,8 @@ from ._output import (
 
 __all__ = ["FORMATS", "conformance", "conformance_skeleton"]
 
-FORMATS: Final = ("text", "markdown", "html", "json")
+FORMATS: Final = ("text", "markdown", "html")
+"""--format's choices (DESIGN §1); JSON is --json."""
 _SHORT: Final = {
     "agree": "agree",
     "wrong_value": "value",
@@ -133,7 +134,7 @@ Examples:
     "fmt",
     type=click.Choice(FORMATS, case_sensitive=False),
     default=None,
-    help="Report format (default text).",
+    help="Report format (default text); --json for JSON.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def conformance(
