@@ -88,9 +88,9 @@ def _decided(plan: Plan, cond: Condition, expressions: Mapping[str, Expr]) -> Co
     space = space_of((symbol,))
     try:
         region = space.column(exprs, plan.mode)
-    except NotAffine:
+        head, failing = failing_text(space, symbol, region)
+    except (NotAffine, space.isl.Error):  # not a Presburger set: the plain condition stays
         return None
-    head, failing = failing_text(space, symbol, region)
     text = f"{head}: {requirement_text(column, plan.mode, expressions)}"
     return replace(cond, text=text, failing=failing)
 
@@ -237,7 +237,7 @@ def never_below(big: Expr, small: Expr) -> bool:
     space = space_of(tuple(free))
     try:
         below = space.sizes.subtract(space.compare(big, ">=", small))
-    except NotAffine:
+    except (NotAffine, space.isl.Error):
         return False
     return bool(below.is_empty())
 

@@ -87,7 +87,7 @@ class _Work:
         if key not in self.regions:
             try:
                 self.regions[key] = make(self.space)
-            except NotAffine:
+            except (NotAffine, self.space.isl.Error):  # isl's own limits: not decided as a set
                 self.regions[key] = None
         return self.regions[key]
 

@@ -43,7 +43,7 @@ Congruence = tuple[int, int]
 Intervals = tuple[tuple[int, int | None], ...]
 """Sorted, disjoint closed intervals ``(lo, hi)`` of sizes; ``hi`` None: unbounded."""
 ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
-_MOST_DIVISORS: Final = 4096  # pieces of a product's case split; more: not decided as a set
+_MOST_DIVISORS: Final = 512  # pieces of a product's case split; more: not decided as a set
 _POINTS: Final = 256  # a two-dim piece that is not a box is listed point by point up to this
 _LARGEST: Final = 1 << 40  # constants a product is split over (their divisors are listed)
 
@@ -223,13 +223,13 @@ class Space:
         if value == 0:
             out = first.eq_set(self.constant(0))
             return out.union(self.product_equals(factors[1:], 0))
+        found = divisors(value)
+        if len(found) ** (len(factors) - 1) > _MOST_DIVISORS:
+            raise NotAffine(f"a product equal to {value}: too many pieces to split over")
+        signs = (1,) if self._never_negative(factors[0]) else (1, -1)
         out = self.universe.subtract(self.universe)
-        pieces = 0
-        for d in divisors(value):
-            for part in (d, -d):
-                pieces += 1
-                if pieces > _MOST_DIVISORS:
-                    raise NotAffine(f"a product equal to {value}: too many pieces")
+        for d in found:
+            for part in (d * sign for sign in signs):
                 rest = self.product_equals(factors[1:], value // part)
                 out = out.union(first.eq_set(self.constant(part)).intersect(rest))
         return out.coalesce()
@@ -253,6 +253,8 @@ class Space:
         first = self.pw(factors[0])
         if len(factors) == 1:
             return first.mod_val(modulus).eq_set(self.constant(0))
+        if len(divisors(modulus)) ** (len(factors) - 1) > _MOST_DIVISORS:
+            raise NotAffine(f"a product a multiple of {modulus}: too many pieces to split over")
         out = self.universe.subtract(self.universe)
         for d in divisors(modulus):
             divides = first.mod_val(d).eq_set(self.constant(0)) if d > 1 else self.universe
