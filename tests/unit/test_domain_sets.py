@@ -224,3 +224,14 @@ def test_a_product_over_ranges_is_decided_by_z3() -> None:
     point = decision.failing["r"][1]
     assert point["a"] * point["b"] * 32 != point["c"] * point["d"]  # it does fail there
     assert 1 <= point["a"] <= 4 and 1 <= point["b"] <= 4 and 1 <= point["c"] <= 8
+
+
+def test_a_one_dim_requirement_that_is_not_a_set_is_said_not_hidden() -> None:
+    # s with s*s: NumPy broadcasts (1,) with (1,) only; at s = 2, (2,) with (4,) fails.
+    np.broadcast_shapes((1,), (1,))
+    with pytest.raises(ValueError):
+        np.broadcast_shapes((2,), (4,))
+    domain = bcast.check(_add(["s"], ["s*s"])).domain
+    (said,) = domain.relations
+    assert said.dims == ("s",) and not said.decided
+    assert domain.first_failure({"s": 2}) is not None and domain.first_failure({"s": 1}) is None

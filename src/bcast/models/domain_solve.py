@@ -110,6 +110,8 @@ class _Work:
                 self.failed.append(by)
         elif len(free) > 1 and text is not None:
             self.relation(text, free, by, region)
+        elif region is None:  # over one dim, not a set: said, so the dim's sizes claim no more
+            self.relation(text or by.reason, free, by, region)
 
     def relation(self, text: str, free: frozenset[str], by: Imposed, region: Any) -> None:
         """Say a requirement over several dims as a relation (its region kept for its boxes)."""
@@ -165,7 +167,7 @@ def _condition(work: _Work, record: PlanRecord, cond: Condition) -> None:
     if not free:
         return
     exprs = any(d.name in dims.expressions for _, d, s in kept if s)
-    if exprs and len(free) > 1:
+    if exprs and (len(free) > 1 or region is None):  # over several dims, or not a set
         # The same requirement at every layer: said once, without the value it was seen on.
         text = re.sub(r" \(axis \d+ of [^()]*\)$", "", cond.text.removeprefix("fails unless "))
         by = replace(by, reason=re.sub(r" \(axis \d+ of [^()]*\)$", "", by.reason))
