@@ -14,13 +14,14 @@ Third parties register a runtime in the entry point group ``bcast.conformance_ru
     myruntime = "mypackage.conformance:MyRuntime"
 
 Built-in names win over plug-ins of the same name. Runtimes are only ever constructed in
-the worker processes of `bcast.onnx.conformance.workers`. A configuration that holds
-`bcast.onnx.conformance.narrow.WIDEN` gets narrow-typed inputs and outputs (bfloat16, float8,
-4-bit) through lossless Cast nodes, for Python APIs that cannot take such arrays.
+the worker processes of `bcast.onnx.conformance.workers`. Inputs and outputs of narrow
+types are ``ml_dtypes`` arrays; `bcast.openvino.tensor_bits` turns them into the raw bytes
+a runtime's tensor holds, for Python APIs that cannot take them as they are.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 from collections.abc import Mapping
 from importlib import metadata
@@ -29,7 +30,7 @@ from typing import Any, ClassVar, Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from bcast.onnx.conformance.narrow import WIDEN
+from bcast.openvino.tensor_bits import from_raw_bytes, is_narrow, raw_bytes
 
 __all__ = [
     "BUILTIN",
@@ -81,11 +82,10 @@ class OnnxruntimeRuntime:
     def configurations(self) -> list[dict[str, str]]:
         """One configuration: CPU, one intra-op thread, graph optimizations on (the default).
 
-        Its Python API cannot feed or fetch bfloat16, float8 or 4-bit arrays: they cross it
-        through lossless Cast nodes (`bcast.onnx.conformance.narrow.WIDEN`).
+        Narrow types (bfloat16, float8, 4-bit), which its NumPy interface lacks, are fed and
+        fetched as the raw bytes of ``OrtValue`` s (`bcast.openvino.tensor_bits`).
         """
-        config = {"provider": "CPUExecutionProvider", "intra_op_num_threads": "1"}
-        return [{**config, **WIDEN}]
+        return [{"provider": "CPUExecutionProvider", "intra_op_num_threads": "1"}]
 
     def run(
         self, model: bytes, inputs: Mapping[str, Array], *, config: Mapping[str, str], path: str
@@ -96,7 +96,34 @@ class OnnxruntimeRuntime:
         options.intra_op_num_threads = int(config.get("intra_op_num_threads", "1"))
         options.inter_op_num_threads = 1
         session = self._ort.InferenceSession(model, options, providers=[config["provider"]])
-        return [np.asarray(y) for y in session.run(None, dict(inputs))]
+        feeds = {name: self._value(x) for name, x in inputs.items()}
+        return [self._array(y) for y in session.run_with_ort_values(None, feeds)]
+
+    def _value(self, x: Array) -> Any:
+        """Return ``x`` as an ``OrtValue`` (a narrow type through its raw bytes)."""
+        from onnx import helper
+
+        x = np.asarray(x, order="C")
+        if not is_narrow(x.dtype):
+            return self._ort.OrtValue.ortvalue_from_numpy(x)
+        elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+        value = self._ort.OrtValue.ortvalue_from_shape_and_type(list(x.shape), elem)
+        raw = raw_bytes(x)
+        if raw.size:
+            ctypes.memmove(value.data_ptr(), raw.ctypes.data, raw.size)
+        return value
+
+    def _array(self, value: Any) -> Array:
+        """Return an output ``OrtValue`` as a NumPy array (a narrow type from its bytes)."""
+        from onnx import TensorProto, helper
+
+        name = str(value.data_type())[len("tensor(") : -1]
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(TensorProto.DataType.Value(name.upper())))
+        if not is_narrow(dtype):
+            return np.asarray(value.numpy())
+        size = int(value.tensor_size_in_bytes())
+        raw = np.frombuffer(ctypes.string_at(value.data_ptr(), size), np.uint8)
+        return from_raw_bytes(raw, dtype, tuple(value.shape()))
 
 
 class ReferenceRuntime:

@@ -246,7 +246,6 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
     frames = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever the runtime prints goes to stderr, not into the frames
     request = pickle.loads(sys.stdin.buffer.read())
-    from bcast.onnx.conformance.narrow import WIDEN, narrow_back, widen
     from bcast.onnx.conformance.runtimes import load_runtime
 
     try:
@@ -264,17 +263,11 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
     with tempfile.TemporaryDirectory(prefix="bcast-conformance-") as folder:
         path = os.path.join(folder, "model.onnx")
         config = request["config"]
-        wide = all(config.get(k) == v for k, v in WIDEN.items())
         for _case_id, model, feeds in request["cases"]:
-            narrow: list[Any] = []
-            if wide:
-                model, feeds, narrow = widen(model, feeds)
             with open(path, "wb") as handle:
                 handle.write(model)
             try:
                 outputs = runtime.run(model, feeds, config=config, path=path)
-                if wide:
-                    outputs = narrow_back(list(outputs), narrow)
                 _write_frame(frames, ("ok", [_plain(y) for y in outputs]))
             except Exception as err:  # the runtime refused the model: a result
                 _write_frame(frames, ("refused", _first_line(err)))
