@@ -37,7 +37,11 @@ _LISTED: Final = 4  # failing intervals written out; more are counted
 
 @functools.lru_cache(maxsize=256)
 def space_of(names: tuple[str, ...]) -> Space:
-    """Return the (shared) `Space` of these input dims."""
+    """Return the (shared) `Space` of these input dims: one per tuple of names, kept.
+
+    >>> space_of(("s",)) is space_of(("s",))
+    True
+    """
     return Space(names)
 
 

@@ -207,6 +207,14 @@ def imposers(
     """Name the nodes that cut ``name``'s sizes: each requirement that narrows them, in order.
 
     Where relations with other dims cut further, the first of them are named too.
+
+    >>> from bcast.core.expressions import parse_expression as p
+    >>> from bcast.models.presburger import Space
+    >>> space = Space(["s"])
+    >>> at = Imposed("g", "Gather", None, "s <= 64")
+    >>> cap = Requirement(at, frozenset({"s"}), lambda b: None, space.compare(p("s"), "<=", p("64")))
+    >>> [i.node for i in imposers(space, "s", [cap, cap], cap.region)]  # said once
+    ['g']
     """
     running = space.line(space.sizes, name)
     out: list[Imposed] = []
@@ -244,7 +252,12 @@ def _settle(solver: Solver, relations: list[tuple[str, str, str, Imposed]]) -> N
 def said_relations(
     names: Sequence[str], solver: Solver, relations: list[tuple[str, str, str, Imposed]]
 ) -> list[Relation]:
-    """Say the relations between plain dims: classes of equal dims, then the rest."""
+    """Say the relations between plain dims: classes of equal dims, then the rest.
+
+    >>> by = Imposed("add", "Add", 0, "a, b are equal (or 1)")
+    >>> [r.text for r in said_relations(["a", "b"], Solver(["a", "b"]), [("or1", "a", "b", by)])]
+    ['b = a or either is 1']
+    """
     _settle(solver, relations)
     parts: list[Relation] = []
     classes: dict[str, list[str]] = {}

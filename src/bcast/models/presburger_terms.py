@@ -73,13 +73,23 @@ RELATIONS: Final[dict[str, Any]] = {
 
 
 def unit(isl: Any, point: Any) -> tuple[tuple[int, int], tuple[tuple[int, int | None], ...]]:
-    """Return an isl point of two dims as a box of one size by one."""
+    """Return an isl point of two dims as a box of one size by one (`Space.boxes`).
+
+    >>> import islpy as isl
+    >>> unit(isl, isl.Set("{ [3, 4] }").sample_point())
+    ((3, 3), ((4, 4),))
+    """
     x, y = (int(point.get_coordinate_val(isl.dim_type.set, k).to_python()) for k in range(2))
     return (x, x), ((y, y),)
 
 
 def hulls(line: Any) -> tuple[tuple[int, int | None], ...]:
-    """Return the interval each piece of a one-dim isl set spans, merged where they touch."""
+    """Return the interval each piece of a one-dim isl set spans, merged where they touch.
+
+    >>> import islpy as isl
+    >>> hulls(isl.Set("{ [x] : 1 <= x <= 3 or (x >= 8 and x mod 2 = 0) }"))
+    ((1, 3), (8, None))
+    """
     parts: list[tuple[int, int | None]] = []
     for basic in line.get_basic_sets():
         piece = type(line).from_basic_set(basic)
@@ -98,7 +108,12 @@ def hulls(line: Any) -> tuple[tuple[int, int | None], ...]:
 
 
 def interval_set(isl: Any, intervals: Sequence[tuple[int, int | None]]) -> Any:
-    """Return a union of intervals as a one-dim isl set."""
+    """Return a union of intervals as a one-dim isl set (``hi`` None: no bound).
+
+    >>> import islpy as isl
+    >>> interval_set(isl, [(1, 3), (8, None)]).is_equal(isl.Set("{ [x] : 1 <= x <= 3 or x >= 8 }"))
+    True
+    """
     text = " or ".join(
         f"x >= {lo}" + ("" if hi is None else f" and x <= {hi}") for lo, hi in intervals
     )
@@ -111,7 +126,13 @@ def rebuilt(
     intervals: Sequence[tuple[int, int | None]],
     congruence: tuple[int, int] | None,
 ) -> bool:
-    """Tell whether ``line`` is exactly its intervals (with the congruence, if any)."""
+    """Tell whether ``line`` is exactly its intervals (with the congruence, if any).
+
+    >>> import islpy as isl
+    >>> evens = isl.Set("{ [x] : x >= 2 and x mod 2 = 0 }")
+    >>> rebuilt(isl, evens, [(2, None)], (2, 0)), rebuilt(isl, evens, [(2, None)], None)
+    (True, False)
+    """
     rebuilt = interval_set(isl, intervals)
     if congruence is not None:
         m, r = congruence
