@@ -212,7 +212,8 @@ def imposers(
     >>> from bcast.models.presburger import Space
     >>> space = Space(["s"])
     >>> at = Imposed("g", "Gather", None, "s <= 64")
-    >>> cap = Requirement(at, frozenset({"s"}), lambda b: None, space.compare(p("s"), "<=", p("64")))
+    >>> below = space.compare(p("s"), "<=", p("64"))
+    >>> cap = Requirement(at, frozenset({"s"}), lambda b: None, below)
     >>> [i.node for i in imposers(space, "s", [cap, cap], cap.region)]  # said once
     ['g']
     """
