@@ -49,8 +49,6 @@ XFAIL_MUTANT: dict[str, str] = {
     "8*hidden_size]) is not checked; onnxruntime rejects it at run",
 }
 XFAIL_PROBE: dict[str, str] = {
-    "gpt2_kv_torchscript.onnx": "total = past + seq is not known (not decided beyond Range_2), "
-    "first_failure says inside at past=5, seq=3, total=7; onnxruntime fails at Gather_6",
     "mamba_torchscript.onnx": "the domain prints seq {1, 8}, but the traced scan reads 8 steps: "
     "onnxruntime fails at seq 1 (Gather_34 index out of bounds)",
     "mha_torchscript.onnx": "the TorchScript MHA export bakes seq 8 into Reshape targets; "

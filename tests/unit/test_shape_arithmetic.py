@@ -272,3 +272,24 @@ def test_constant_of_shape_of_a_shape_chain_is_sized() -> None:
     ]
     model = _model(nodes, [1, 1, "H"], [1, 1, 5], [_ints("pads", [0, 0, 1, 0, 0, 1])])
     assert _agree(model, lambda h: (1, 1, h), range(1, 6)) == [3]
+
+
+# -- what the arithmetic requires of the input dims (ArithmeticRecord) -------------------------
+
+
+def test_space_to_depth_requires_a_multiple_of_the_block_as_onnxruntime_does() -> None:
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2)
+    model = _model([node], [1, 1, "H", 4], [1, 4, 1, 2])
+    assert _agree(model, lambda h: (1, 1, h, 4), range(1, 9)) == [2, 4, 6, 8]
+
+
+def test_split_sizes_must_sum_to_the_dim_as_onnxruntime_requires() -> None:
+    node = helper.make_node("Split", ["x", "sizes"], ["y", "rest"], axis=2)
+    model = _model([node], [1, 1, "H"], [1, 1, 1], [_ints("sizes", [2, 3])], opset=13)
+    assert _agree(model, lambda h: (1, 1, h), range(1, 9)) == [5]
+
+
+def test_split_into_equal_parts_requires_a_multiple_as_onnxruntime_does() -> None:
+    node = helper.make_node("Split", ["x"], ["y", "b", "c"], axis=2)
+    model = _model([node], [1, 1, "H"], [1, 1, 1], opset=13)
+    assert _agree(model, lambda h: (1, 1, h), range(1, 10)) == [3, 6, 9]

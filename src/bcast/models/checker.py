@@ -38,6 +38,7 @@ from bcast.models.graph import (
     bind_expressions,
     topological_order,
 )
+from bcast.models.lost_dims import lost_operands
 from bcast.models.node_checks import check_node
 from bcast.models.operator_checks import more_outputs
 from bcast.models.provenance import name_sources
@@ -262,7 +263,7 @@ def _walk(
             result, found = check_node(
                 node, graph, values, max_elements, targets=targets, quiet=quiet, collect=collect
             )
-            findings.extend(found)
+            findings.extend(found + lost_operands(node, values, graph, undecided, quiet=quiet))
             if any(f.severity is Severity.ERROR for f in found):
                 failed.add(node.name)
             if result is None and unmodelled is not None and _unsized(node, values, peer):

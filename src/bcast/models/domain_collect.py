@@ -28,6 +28,7 @@ from bcast.models.domain import (
     Record,
     WindowRecord,
 )
+from bcast.models.domain_arithmetic import ARITHMETIC_OPS, arithmetic_records
 from bcast.models.graph import Graph, Node
 
 __all__ = ["NOT_COLLECTED", "Record", "collect_other"]
@@ -35,8 +36,9 @@ __all__ = ["NOT_COLLECTED", "Record", "collect_other"]
 
 NOT_COLLECTED: Final = (
     "If/Loop/Scan bodies (they run for some data only)",
-    "Slice and Pad bounds",
-    "pooling that rounds up (ceil_mode, rounding_type ceil)",
+    "Pad's negative pads (the dim must stay at least 0)",
+    "OpenVINO's rule that a pooling window rounding up fits the padded input",
+    "OpenVINO Interpolate and StridedSlice on symbolic dims",
     "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",
     "index bounds of ScatterND, and of Gather and GatherND indices made otherwise than by "
     "Range, Add, Mul and Concat",
@@ -105,6 +107,9 @@ def collect_other(
         for axis, dim in enumerate(output.dims if output is not None and output.rank else ()):
             if axis >= 2 and not dim.is_static and dim.name in graph.expressions:
                 records.append(WindowRecord(node.name, node.op, axis, dim))
+    elif node.op in ARITHMETIC_OPS and node.outputs:  # SpaceToDepth's H % b, Split's parts
+        outs = [values.get(name, Shape.dynamic()) for name in node.outputs if name]
+        records.extend(arithmetic_records(node, graph, inputs, outs))
     elif node.op == "GatherND" and len(inputs) == 2 and graph.format == "onnx":
         _gather_nd(node, graph, inputs[0], producers or {}, values, records)
     elif node.op == "GatherElements" and len(inputs) == 2 and inputs[0].rank:

@@ -190,12 +190,38 @@ def _attention(node: Node, shapes: Operands) -> Outcome:
 
 
 def _multi_head(node: Node, shapes: Operands) -> Outcome:
-    """MultiHeadAttention with query [B,S,D], key [B,L,D] and value [B,L,D_v]."""
+    """MultiHeadAttention: query [B,S,D]; key, value [B,L,D] and [B,L,D_v] or BNSH [B,N,L,H].
+
+    The packed layouts are modelled too: query [B,S,N,3,H] (q, k and v packed, no key) and
+    key [B,L,N,2,H] (k and v packed, no value). The output is [B,S,D_v].
+    """
     q, k, v = at(shapes, 0), _given(node, shapes, 1), _given(node, shapes, 2)
+    heads = attr(node, "num_heads", 0)
     errors = _heads(node, last(q), "the query hidden size") if q.rank == 3 else []
-    if q.rank != 3 or k is None or v is None or k.rank != 3 or v.rank != 3:
-        return Outcome(errors=tuple(errors))  # packed or BNSH layouts: output left unknown
-    b, d, dv = q.dims[0], q.dims[2], v.dims[2]
+    if q.rank == 5 and k is None:  # packed q, k, v: [B,S,N,3,H]
+        width = _times(heads, q.dims[4])
+        return Outcome((), Shape((q.dims[0], q.dims[1], width)), errors=tuple(errors))
+    if q.rank != 3 or k is None:
+        return Outcome(errors=tuple(errors))
+    b, d = q.dims[0], q.dims[2]
+    if k.rank == 5 and v is None:  # packed k, v: [B,L,N,2,H]
+        context = f"MultiHeadAttention query {q}, packed key {k}: batch sizes must be equal; "
+        found = [equal("query", dims_of(b), "key", dims_of(k.dims[0]), context + _ORT)]
+        return Outcome(tuple(found), Shape((b, q.dims[1], _times(heads, k.dims[4]))), ())
+    if v is None or k.rank != v.rank or k.rank not in (3, 4):
+        return Outcome(errors=tuple(errors))
+    if k.rank == 4:  # BNSH: [B,N,L,H], the cross attention's cached key and value
+        context = f"MultiHeadAttention query {q}, key {k}: batch sizes must be equal; "
+        found = [
+            equal("query", dims_of(b), "key", dims_of(k.dims[0]), context + _ORT),
+            equal("key", dims_of(*k.dims[:3]), "value", dims_of(*v.dims[:3]), "MultiHeadAttention "
+                  f"key {k} and value {v} must agree on batch, heads and sequence; " + _ORT),
+        ]  # fmt: skip
+        if heads > 0:
+            context = f"MultiHeadAttention key {k} must have num_heads={heads}; " + _ORT
+            found.append(equal("num_heads", dims_of(heads), "heads", dims_of(k.dims[1]), context))
+        return Outcome(tuple(found), Shape((b, q.dims[1], _times(heads, v.dims[3]))), ())
+    dv = v.dims[2]
     context = f"MultiHeadAttention query {q}, key {k}: batch and hidden sizes must be equal; "
     found = [
         equal("query", dims_of(b, d), "key", dims_of(k.dims[0], k.dims[2]), context + _ORT),
@@ -208,6 +234,11 @@ def _multi_head(node: Node, shapes: Operands) -> Outcome:
         context = f"MultiHeadAttention bias {bias} must be 1-D of query + key + value widths; "
         found.append(equal("q+k+v", dims_of(width), "bias", bias, context + _ORT))
     return Outcome(tuple(found), Shape((b, q.dims[1], dv)), errors=tuple(errors))
+
+
+def _times(heads: int, size: Dim) -> Dim:
+    """Return ``heads * size`` for a static head size (unknown otherwise)."""
+    return Dim(heads * size.lo) if heads > 0 and size.is_static else Dim.unknown()
 
 
 def _group_query(node: Node, shapes: Operands) -> Outcome:

@@ -59,22 +59,34 @@ def infer_with_claims(
 
     The main graph's ``value_info`` (an exporter's claims) is set aside for one run, but for
     the entries named in ``known`` (bcast's own, from an earlier round): ONNX then derives
-    the shapes from the inputs and the weights. Where the claims know more (symbols, an
-    exporter's expressions), they are merged in: a claim never overrides a static fact.
+    the shapes from the inputs and the weights. The graph outputs' declared symbols are
+    claims too (a KV cache's ``present`` declared ``total`` long, which onnxruntime does not
+    hold the run to): ONNX would type the value and what follows by them. Where the claims
+    know more (symbols, an exporter's expressions), they are merged in afterwards: a claim
+    never overrides a static fact.
     """
     everything = list(model.graph.value_info)
     claims = [v for v in everything if v.name not in known]
-    if not claims:
-        return infer(model)
+    outputs = [o.SerializeToString() for o in model.graph.output]
     del model.graph.value_info[:]
     model.graph.value_info.extend(v for v in everything if v.name in known)
+    for output in model.graph.output:  # a graph output's declared symbols are claims too
+        if output.name not in known and output.type.HasField("tensor_type"):
+            for dim in output.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param"):
+                    dim.ClearField("dim_param")
     try:
         facts, probes = infer(model)
     finally:
         del model.graph.value_info[:]
         model.graph.value_info.extend(everything)
+        for output, saved in zip(model.graph.output, outputs, strict=True):
+            output.ParseFromString(saved)
     if facts is None:
         return infer(model)
+    for fact, claim in zip(facts.graph.output, model.graph.output, strict=False):
+        if fact.name == claim.name and claim.type.HasField("tensor_type"):
+            _merge_claim(fact.type.tensor_type, claim.type.tensor_type)
     derived = {v.name: v for v in facts.graph.value_info}
     for claim in claims:
         if not claim.type.HasField("tensor_type"):

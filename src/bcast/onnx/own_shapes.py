@@ -30,6 +30,8 @@ from bcast.core.expressions import Expr
 from bcast.core.planning import broadcast_shapes
 from bcast.core.shape import Shape
 from bcast.models import Graph
+from bcast.models.rules_microsoft import MICROSOFT
+from bcast.onnx.cache_shapes import present_shapes
 from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
 from bcast.onnx.spatial_shapes import SPATIAL_OPS, Floats, spatial_shapes
 from bcast.onnx.values import Value
@@ -40,7 +42,10 @@ _ML: Final = "ai.onnx.ml"
 _SAME_SHAPE: Final = frozenset({"Scaler", "Normalizer", "Imputer", "Binarizer", "LabelEncoder"})
 _CLASSIFIERS: Final = frozenset({"LinearClassifier", "SVMClassifier", "TreeEnsembleClassifier"})
 _UNKNOWN: Final = Dim.unknown()
-_WINDOWED: Final = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool"})
+_WINDOWED: Final = frozenset(
+    {"Conv", "MaxPool", "AveragePool", "LpPool", "QLinearConv", "ConvInteger"}
+)
+_CONVOLUTIONS: Final = {"Conv": 1, "ConvInteger": 1, "QLinearConv": 3}  # the weights' input
 _AUTO_PADS: Final = frozenset({"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"})
 # Operators whose first output has their first input's shape: what lies between convs.
 _KEEPS_SHAPE: Final = frozenset(
@@ -104,6 +109,8 @@ def own_shapes(
     if proto.domain == _ML:
         found = _ml_shapes(proto, inputs)
         return None if found is None else list(found)
+    if proto.domain == MICROSOFT:  # the KV cache's present: past + seq
+        return present_shapes(proto, inputs, expressions)
     if proto.domain not in DEFAULT_DOMAINS or not inputs:
         return None
     if op in _KEEPS_SHAPE:
@@ -180,8 +187,9 @@ def _windowed(
     if x.rank is None or x.rank < 3 or attribute(proto, "ceil_mode", 0):
         return None
     spatial = x.rank - 2
-    if proto.op_type == "Conv":
-        w = inputs[1] if len(inputs) > 1 else Shape.dynamic()
+    if proto.op_type in _CONVOLUTIONS:
+        at = _CONVOLUTIONS[proto.op_type]  # QLinearConv's weights come after x's scale
+        w = inputs[at] if len(inputs) > at else Shape.dynamic()
         if w.rank != x.rank or any(not d.is_static for d in w.dims[2:]):
             return None
         kernel = attribute(proto, "kernel_shape", None) or [d.lo for d in w.dims[2:]]

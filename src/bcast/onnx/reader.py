@@ -44,6 +44,7 @@ from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
 from bcast.models.files import read_model_file
 from bcast.models.isolation import IsolationError
+from bcast.models.lost_dims import mark_lost
 from bcast.models.operator_checks import rule_for
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.inference import infer, infer_with_claims
@@ -156,6 +157,7 @@ class _Reader:
         opsets = read_opsets(self.model.opset_import)
         main = self.model.graph
         original = list(main.value_info)
+        outputs = [o.SerializeToString() for o in main.output]  # with_shapes writes into them
         seeded: set[str] = set()
         try:
             for round_ in range(_REFINE_ROUNDS + 1):
@@ -168,10 +170,13 @@ class _Reader:
                 # ONNX's inference goes on from what bcast knows (see bcast.onnx.refine).
                 with_shapes(main, better, elem_types(main, peer), graph.expressions)
                 seeded.update(better)
+            mark_lost(graph)  # the nodes past which dims are not computed (coverage)
             return graph
         finally:  # the model is left as it came
             del main.value_info[:]
             main.value_info.extend(original)
+            for output, saved in zip(main.output, outputs, strict=True):
+                output.ParseFromString(saved)
 
     def graph(
         self,
@@ -406,7 +411,7 @@ def _node(
         return _other_domain(replace(base, attrs=_int_attributes(proto)), local=local)
     if rule_for("", op) is not None:  # scales, biases, weights: bcast.models.rules_*
         base = replace(base, rule=Rule.OPERATOR, domain="", attrs=_int_attributes(proto))
-    if op in ("Concat", "Gather", "GatherElements"):  # their axis, for the domain
+    if op in ("Concat", "Gather", "GatherElements", "Split"):  # their axis, for the domain
         return replace(base, axis=int(attribute(proto, "axis", 0)))
     if op == "GatherND":  # its batch_dims, for the domain's index bounds
         return replace(base, axis=int(attribute(proto, "batch_dims", 0)))

@@ -15,7 +15,8 @@ cannot know (an exporter's symbols and expressions, ``Min(64, s41)``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import replace
 from typing import Final
 
 import onnx
@@ -28,7 +29,7 @@ from bcast.models.rules_microsoft import MICROSOFT, OUTPUT_TYPE_FROM
 from bcast.onnx.own_shapes import own_shapes
 from bcast.onnx.protos import attribute
 from bcast.onnx.spatial_shapes import float_values
-from bcast.onnx.values import shape_tensor_values
+from bcast.onnx.values import Value, shape_tensor_values
 
 __all__ = ["better_shapes", "elem_types", "with_shapes"]
 
@@ -42,6 +43,14 @@ _SAME_TYPE: Final = frozenset(
     }
 )  # fmt: skip
 """ONNX operators whose first output has their first input's element type."""
+_QUANT_TYPE: Final = {
+    "QLinearConv": 7,
+    "QLinearMatMul": 7,
+    "QuantizeLinear": 2,
+    "DequantizeLinear": 1,
+}
+_CACHES: Final = frozenset({"Attention", "MultiHeadAttention"})  # their KV cache outputs
+_PASSES: Final = 8  # derive passes in one round, while shape values keep coming
 _FLOAT_OUT: Final = frozenset(
     {"Scaler", "Normalizer", "LinearRegressor", "SVMRegressor", "TreeEnsembleRegressor"}
 )
@@ -67,13 +76,14 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
     pooling windows, Concat sums, Reshape's ``-1``, ``ai.onnx.ml``...), each from what
     the nodes before it gave, so that a chain of them is sized in one pass.
     """
-    if not _anything_unknown(graph):
+    unknown = _anything_unknown(graph)
+    if not unknown and not any(n.op_type == "Shape" for n in proto.node):
         return {}  # ONNX's inference knew every shape: nothing to refine, nothing to evaluate
     try:
         shapes = propagate_shapes(graph)
     except ModelError:  # a cycle: the checker reports it, with the model's path
         return {}
-    tensors = shape_tensor_values(proto, shapes, graph.constants)
+    tensors = shape_tensor_values(proto, shapes, graph.constants, graph.expressions)
     for name, value in tensors.items():
         if name in graph.constants:
             continue
@@ -84,36 +94,108 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
                 graph.shape_values[name] = evaluated
             else:
                 graph.shape_values[name] = more_precise(evaluated, theirs) or theirs
-    if not refine:
+    if not refine or not unknown:  # the values of shapes are kept (index bounds read them)
         return {}
+    declared = {v.name for v in proto.output}  # a graph output's dims are the file's claim
+    claimed = graph.nodes
+    graph.nodes = [_unclaimed(n, declared, graph.expressions) for n in claimed]
+    try:
+        return _refined(proto, graph, tensors, declared, claimed)
+    finally:
+        graph.nodes = claimed
+
+
+def _unclaimed(node: Node, declared: Set[str], expressions: Mapping[str, Expr]) -> Node:
+    """Return ``node`` with the symbols a graph output merely declares left unknown.
+
+    ONNX takes a graph output's declared dims as the value's (a KV cache's ``present``
+    declared ``total`` long); what follows it would be sized from that claim. Unknown, the
+    dim is filled by bcast's own rule (``past + seq``) where it has one.
+    """
+    if not any(name in declared for name in node.outputs):
+        return node
+    shapes = tuple(
+        s
+        if name not in declared or s.rank is None
+        else Shape(d if d.is_static or d.name in expressions else Dim.unknown() for d in s.dims)
+        for name, s in zip(node.outputs, node.output_shapes, strict=False)
+    )
+    return replace(node, output_shapes=shapes)
+
+
+def _refined(
+    proto: onnx.GraphProto,
+    graph: Graph,
+    tensors: dict[str, Value],
+    declared: Set[str],
+    claimed: Sequence[Node],
+) -> dict[str, Shape]:
+    """Propagate with `own_shapes` (see `better_shapes`); ``claimed``: the nodes as read."""
     by_node = {id(node): p for node, p in zip(graph.nodes, proto.node, strict=True)}
+    computed: dict[str, Shape] = {}
     floats = float_values(proto)  # Resize's scales
 
     def derive(node: Node, values: Mapping[str, Shape]) -> Sequence[Shape | None] | None:
         node_proto = by_node.get(id(node))
         if node_proto is None:
             return None
-        sized = bool(node.output_shapes) and node.output_shapes[0].rank is not None
+        first = node.output_shapes[0] if node.output_shapes else Shape.dynamic()
+        sized = first.rank is not None and all(map(informative, first.dims))
         if node_proto.op_type == "MatMul" and sized:
             return None  # ONNX sized it (its dims are kept): only one after an unknown op
         inputs = [
             values.get(name, Shape.dynamic()) if name else Shape.dynamic()
             for name in node_proto.input
         ]
-        return own_shapes(node_proto, inputs, graph, tensors, floats)
+        derived = own_shapes(node_proto, inputs, graph, tensors, floats)
+        for name, shape in zip(node_proto.output, derived or (), strict=False):
+            if name in declared and shape is not None:
+                computed[name] = shape  # before the walk merges it with the claim
+        return derived
 
     values = propagate_shapes(graph, derive=derive)
+    for _ in range(_PASSES):  # a shape sized just now feeds a Reshape target: again
+        again = shape_tensor_values(proto, values, graph.constants, graph.expressions)
+        if again == tensors:
+            break
+        tensors.update(again)
+        values = propagate_shapes(graph, derive=derive)
     found: dict[str, Shape] = {}
-    for node in graph.nodes:
+    for node in claimed:
         for index, name in enumerate(node.outputs):
             shape = values.get(name) if name else None
             if shape is None:
                 continue
             old = node.output_shapes[index] if index < len(node.output_shapes) else None
+            if name in computed and old is not None:
+                over = _computed_over_claim(computed[name], old, graph.expressions)
+                if over != old:
+                    found[name] = over
+                    continue
             better = more_precise(shape, old if old is not None else Shape.dynamic())
             if better is not None:
                 found[name] = better
     return found
+
+
+def _computed_over_claim(ours: Shape, claimed: Shape, expressions: Mapping[str, Expr]) -> Shape:
+    """Put the dims bcast computed from the inputs over a graph output's declared symbols.
+
+    An exporter names an output's dims as it was told (a KV cache's ``present`` as ``total``)
+    and onnxruntime does not hold the run to it; the expression of the inputs' dims
+    (``past + seq``) is what the node computes.
+
+    >>> from bcast.core.expressions import parse_expression
+    >>> found = {"past_+_seq": parse_expression("past + seq")}
+    >>> str(_computed_over_claim(Shape.parse("[b,past_+_seq]"), Shape.parse("[b,total]"), found))
+    '[b,past_+_seq]'
+    """
+    if ours.rank is None or ours.rank != claimed.rank:
+        return claimed
+    return Shape(
+        mine if mine.name in expressions and theirs.name not in expressions else theirs
+        for mine, theirs in zip(ours.dims, claimed.dims, strict=True)
+    )
 
 
 def elem_types(proto: onnx.GraphProto, inferred: onnx.GraphProto | None) -> dict[str, int]:
@@ -131,12 +213,21 @@ def elem_types(proto: onnx.GraphProto, inferred: onnx.GraphProto | None) -> dict
     types.update({t.name: t.data_type for t in proto.initializer})
     for node in proto.node:
         known = node.output and not types.get(node.output[0]) and node.input
-        if known and (node.domain == MICROSOFT or node.op_type in _SAME_TYPE):
+        if known and (
+            node.domain == MICROSOFT or node.op_type in _SAME_TYPE or node.op_type in _QUANT_TYPE
+        ):
             # its first output has the type of the input its definition says (rules_microsoft);
-            # ONNX's operators after one have their input's (a chain of them, one pass)
-            index = OUTPUT_TYPE_FROM.get(node.op_type, 0) if node.domain == MICROSOFT else 0
+            # ONNX's operators after one have their input's (a chain of them, one pass), the
+            # quantized ones their output zero point's (or scale's)
+            index = (
+                OUTPUT_TYPE_FROM.get(node.op_type, 0)
+                if node.domain == MICROSOFT
+                else _QUANT_TYPE.get(node.op_type, 0)
+            )
             if index < len(node.input) and types.get(node.input[index]):
                 types[node.output[0]] = types[node.input[index]]
+        if node.domain == MICROSOFT and node.op_type in _CACHES and types.get(node.input[0]):
+            types.update((o, types[node.input[0]]) for o in node.output[1:] if not types.get(o))
         if node.domain != _ML:
             continue
         first = types.get(node.input[0], 0) if node.input else 0
@@ -167,7 +258,11 @@ def with_shapes(
     types: Mapping[str, int],
     expressions: Mapping[str, Expr],
 ) -> None:
-    """Write ``shapes`` into ``proto.value_info`` (replacing entries of the same names)."""
+    """Write ``shapes`` into ``proto.value_info`` (replacing entries of the same names).
+
+    A graph output's declared symbols give way too (the reader restores the declaration):
+    ONNX types a graph output by it, so the declaration would win over what bcast computed.
+    """
     keep = [v for v in proto.value_info if v.name not in shapes]
     del proto.value_info[:]
     proto.value_info.extend(keep)
@@ -179,3 +274,12 @@ def with_shapes(
             for d in shape.dims  # a rank-known shape: better_shapes never gives [...]
         ]
         proto.value_info.append(onnx.helper.make_tensor_value_info(name, types[name], dims))
+    for output in proto.output:  # ONNX types a graph output by its declaration: ours instead
+        computed = shapes.get(output.name)
+        declared = output.type.tensor_type.shape if output.type.HasField("tensor_type") else None
+        if computed is None or declared is None or len(declared.dim) != computed.rank:
+            continue
+        for dim, ours in zip(declared.dim, computed.dims, strict=True):
+            text = None if ours.is_static else _dim_param(ours, expressions)
+            if text is not None and not dim.HasField("dim_value"):
+                dim.dim_param = text

@@ -17,7 +17,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from bcast.core.arithmetic import expr_of, expression_dim, product, total
 from bcast.core.dim import Dim
+from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
 
@@ -45,7 +47,9 @@ def _normal(e: Element) -> Element:
     return e
 
 
-def _arith(op: str) -> Callable[[Element, Element], Element | None]:
+def _arith(
+    op: str, expressions: dict[str, Expr] | None = None
+) -> Callable[[Element, Element], Element | None]:
     def apply(a: Element, b: Element) -> Element | None:
         x, y = _static(a), _static(b)
         if x is not None and y is not None:
@@ -61,9 +65,33 @@ def _arith(op: str) -> Callable[[Element, Element], Element | None]:
             return b if x == 1 else a
         if op in ("Add", "Sub") and y == 0:
             return a
+        if expressions is not None and op in ("Add", "Mul"):  # h*w of two dims, h + 1
+            return _combined(op, a, b, expressions)
         return None
 
     return apply
+
+
+def _combined(op: str, a: Element, b: Element, expressions: dict[str, Expr]) -> Dim | None:
+    """Write the sum or product of two dims (or a dim and a size) as a dim expression.
+
+    Dims are never negative, so the sum and the product of two are dims too: the
+    ``H*W`` of a ``Reshape(x, [b, c, H*W])`` target that exporters compute from ``Shape``.
+
+    >>> found = {}
+    >>> dim = _combined("Mul", Dim.symbol("h"), Dim.symbol("w"), found)
+    >>> str(found[dim.name])
+    'h*w'
+    """
+    parts = []
+    for e in (a, b):
+        if isinstance(e, bool) or (isinstance(e, int) and e < 0):
+            return None
+        parts.append(Expr("int", value=e) if isinstance(e, int) else expr_of(e, expressions))
+    if any(p is None for p in parts):
+        return None
+    known = [p for p in parts if p is not None]
+    return expression_dim(product(known) if op == "Mul" else total(known), expressions)
 
 
 def _equal(a: Element, b: Element) -> Element | None:
@@ -120,7 +148,10 @@ def _ints(tensor: onnx.TensorProto) -> Value | None:
 
 
 def shape_tensor_values(
-    proto: onnx.GraphProto, shapes: Mapping[str, Shape], known: Mapping[str, Value]
+    proto: onnx.GraphProto,
+    shapes: Mapping[str, Shape],
+    known: Mapping[str, Value],
+    expressions: dict[str, Expr] | None = None,
 ) -> dict[str, Value]:
     """Evaluate the small integer tensors of ``proto`` that shapes and constants decide.
 
@@ -132,6 +163,9 @@ def shape_tensor_values(
         The shapes of the graph's values (what ``Shape`` reads).
     known : mapping of str to tuple
         Values known already (initializers, constants).
+    expressions : dict of str to Expr, optional
+        A graph's dim expressions: with it, the sum and the product of two dims are
+        written as a new expression dim there (``h*w``); without, they stay unknown.
 
     Returns
     -------
@@ -154,7 +188,7 @@ def shape_tensor_values(
         if node.domain not in DEFAULT_DOMAINS or not node.output or not node.output[0]:
             continue
         try:
-            found = _evaluate(node, values, shapes)
+            found = _evaluate(node, values, shapes, expressions)
         except (IndexError, ValueError, TypeError, OverflowError):
             found = None
         if found is not None and len(found) <= _MAX_ELEMENTS:
@@ -163,7 +197,10 @@ def shape_tensor_values(
 
 
 def _evaluate(
-    node: onnx.NodeProto, values: Mapping[str, Value], shapes: Mapping[str, Shape]
+    node: onnx.NodeProto,
+    values: Mapping[str, Value],
+    shapes: Mapping[str, Shape],
+    expressions: dict[str, Expr] | None = None,
 ) -> Value | None:
     op = node.op_type
     ins = [values.get(name) for name in node.input]
@@ -208,7 +245,7 @@ def _evaluate(
     if op in ("Add", "Sub", "Mul", "Div"):
         if len(ins) < 2 or ins[1] is None:
             return None
-        return _elementwise([first, ins[1]], _arith(op))
+        return _elementwise([first, ins[1]], _arith(op, expressions))
     if op == "Equal":
         if len(ins) < 2 or ins[1] is None:
             return None

@@ -27,6 +27,8 @@ from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape, more_named
 from bcast.models import Graph, ModelError, Node, propagate_shapes
+from bcast.models.lost_dims import mark_lost
+from bcast.openvino.ir_spatial import IR_SPATIAL, ir_spatial
 
 __all__ = ["Value", "ir_shapes", "refine_ir", "track_values"]
 
@@ -79,6 +81,10 @@ def ir_shapes(
     tensors = graph.constants if tensors is None else tensors
     if op in _KEEPS_SHAPE:
         return [x] * len(node.outputs)
+    if op in IR_SPATIAL:  # ConvolutionBackpropData, ceil pools, Pad, Split, Tile, Range...
+        sized = ir_spatial(node, data, inputs, tensors, graph.expressions)
+        if sized is not None or op not in _WINDOWED:
+            return sized
     if op in _WINDOWED:
         found = _windowed(op, data, inputs, graph.expressions)
         return None if found is None else [found] * len(node.outputs)
@@ -126,7 +132,7 @@ def refine_ir(graph: Graph, data: Mapping[str, Mapping[str, str]]) -> None:
 
     if not any(not d.is_static and d.name is None for n in graph.nodes
                for s in n.output_shapes for d in s.dims):  # fmt: skip
-        return  # OpenVINO named every dim: nothing to refine
+        return  # OpenVINO named every dim: nothing to refine, nothing lost
     try:
         values = propagate_shapes(graph, derive=derive, over_intervals=True)
     except ModelError:  # a cycle: the checker reports it, with the model's path
@@ -139,6 +145,7 @@ def refine_ir(graph: Graph, data: Mapping[str, Mapping[str, str]]) -> None:
         )
         nodes.append(node if shapes == node.output_shapes else replace(node, output_shapes=shapes))
     graph.nodes = nodes
+    mark_lost(graph)  # the layers past which dims are not computed (the coverage lists them)
 
 
 def _ints(text: str | None, default: list[int] | None = None) -> list[int] | None:

@@ -47,6 +47,7 @@ from bcast.models.inputs import (
     random_array,
 )
 from bcast.models.isolation import run_isolated
+from bcast.models.lost_dims import is_lost
 from bcast.models.verification import (
     NO_OPERATOR,
     NodeRun,
@@ -146,7 +147,7 @@ def verify_ir(
     if "onnxruntime" in runtimes:
         outcome.notes.append("onnxruntime cannot run OpenVINO IR; compared with openvino only")
     for index, (node, (version, data)) in enumerate(zip(graph.nodes, layers, strict=True)):
-        if node.unmodelled:  # a TensorIterator/Loop/If: its bodies' broadcasts are not run
+        if node.unmodelled and not is_lost(node):  # a TensorIterator/Loop/If: its bodies
             outcome.skip(node.name, node.op, Skip.IN_BODY, node.unmodelled)
         if node.rule is Rule.OPERATOR:  # FakeQuantize: its limits are checked by check only
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, _OPERATOR)

@@ -1,0 +1,116 @@
+"""What a node's own shape arithmetic requires of its input dims, for the domain (issue 37).
+
+The readers size SpaceToDepth and Split on symbolic dims with floor divisions
+(`bcast.onnx.spatial_shapes`, `bcast.openvino.ir_spatial`); the runtimes refuse sizes that
+do not divide. `arithmetic_records` says so as `ArithmeticRecord` relations over the input
+dims: ``H % 2 == 0`` ("H must be a multiple of 2"), the split sizes summing to the dim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from bcast.core.arithmetic import expr_of, total
+from bcast.core.expressions import Expr
+from bcast.core.shape import Shape
+from bcast.models.domain_records import ArithmeticRecord
+from bcast.models.graph import Graph, Node
+
+__all__ = ["ARITHMETIC_OPS", "arithmetic_records"]
+
+ARITHMETIC_OPS: Final = frozenset({"SpaceToDepth", "Split", "VariadicSplit"})
+"""The operators whose shape arithmetic requires a relation of their input dims."""
+
+
+def _int(value: int) -> Expr:
+    return Expr("int", value=value)
+
+
+def arithmetic_records(
+    node: Node, graph: Graph, inputs: Sequence[Shape], outputs: Sequence[Shape]
+) -> list[ArithmeticRecord]:
+    """Return the relations ``node`` requires of its inputs' dims (empty where none).
+
+    SpaceToDepth: each spatial dim a multiple of the block (read from the channels, ``C*b^k``
+    out of ``C``). Split into equal parts: the dim a multiple of their count; into constant
+    sizes: the sizes summing to the dim; VariadicSplit's ``-1``: the others at most the dim.
+
+    Examples
+    --------
+    >>> g = Graph("m.onnx", "onnx")
+    >>> node = Node("s2d", "SpaceToDepth", ("x",), ("y",))
+    >>> found = arithmetic_records(node, g, [Shape.parse("[1,3,H,8]")], [Shape.parse("[1,12,?,4]")])
+    >>> [(str(r.left), r.relation, str(r.right), r.reason) for r in found]
+    [('H%2', '==', '0', "H must be a multiple of 2 (SpaceToDepth's block)")]
+    """
+    if not inputs or inputs[0].rank is None or not outputs or outputs[0].rank is None:
+        return []
+    x = inputs[0]
+    if node.op == "SpaceToDepth":
+        found = _space_to_depth(node, graph, x, outputs[0])
+    else:
+        found = _split(node, graph, x, outputs)
+    return [r for r in found if r.left.symbols or r.right.symbols or not _holds(r)]
+
+
+def _holds(record: ArithmeticRecord) -> bool:
+    """Tell whether a relation between sizes (no symbols: ``--dim H=5``, static dims) holds."""
+    left, right = record.left.evaluate({}), record.right.evaluate({})
+    if left is None or right is None:
+        return False
+    return {"==": left == right, "<=": left <= right, ">=": left >= right}[record.relation]
+
+
+def _space_to_depth(node: Node, graph: Graph, x: Shape, y: Shape) -> list[ArithmeticRecord]:
+    spatial = (x.rank or 0) - 2
+    c, out = (x.dims[1], y.dims[1]) if spatial >= 1 and y.rank == x.rank else (None, None)
+    if c is None or out is None or not (c.is_static and out.is_static) or c.lo == 0:
+        return []
+    block = round((out.lo / c.lo) ** (1 / spatial))
+    if block < 2 or c.lo * block**spatial != out.lo:
+        return []
+    found = []
+    for dim in x.dims[2:]:
+        size = expr_of(dim, graph.expressions)
+        if size is None:  # a size (--dim H=5) is decided here and now
+            continue
+        reason = f"{size} must be a multiple of {block} ({node.op}'s block)"
+        left = Expr("%", (size, _int(block)))
+        found.append(ArithmeticRecord(node.name, node.op, left, "==", _int(0), reason))
+    return found
+
+
+def _split(node: Node, graph: Graph, x: Shape, outputs: Sequence[Shape]) -> list[ArithmeticRecord]:
+    """Require a Split's parts to make up its dim (ONNX: ``node.axis``; IR: its axis input)."""
+    rank = x.rank or 0
+    if graph.format == "openvino":
+        given = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+        axis = given[0] if given is not None and len(given) == 1 else None
+    else:
+        axis = node.axis
+    if axis is None or not -rank <= axis < rank:
+        return []
+    at = axis % rank
+    size = expr_of(x.dims[at], graph.expressions)
+    if size is None:
+        return []
+    parts = [expr_of(s.dims[at], graph.expressions) if s.rank == rank else None for s in outputs]
+    if any(p is None for p in parts):
+        return []
+    exprs = [p for p in parts if p is not None]
+    if all(p.op == "int" for p in exprs):
+        right = _int(sum(p.value for p in exprs))
+        reason = f"{size} must equal {right}, the sum of {node.op}'s sizes"
+        return [ArithmeticRecord(node.name, node.op, size, "==", right, reason)]
+    if len(set(exprs)) == 1 and exprs[0] == Expr("//", (size, _int(len(exprs)))):
+        count = len(exprs)
+        reason = f"{size} must be a multiple of {count} ({node.op} into {count} equal parts)"
+        left = Expr("%", (size, _int(count)))
+        return [ArithmeticRecord(node.name, node.op, left, "==", _int(0), reason)]
+    fixed = [p for p in exprs if p.op == "int"]
+    if len(fixed) == len(exprs) - 1 and total([*fixed]).op == "int":  # VariadicSplit's -1
+        known = total(fixed)
+        reason = f"{size} must be at least {known}, the sum of {node.op}'s fixed lengths"
+        return [ArithmeticRecord(node.name, node.op, size, ">=", known, reason)]
+    return []
