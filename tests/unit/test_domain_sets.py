@@ -235,3 +235,23 @@ def test_a_one_dim_requirement_that_is_not_a_set_is_said_not_hidden() -> None:
     (said,) = domain.relations
     assert said.dims == ("s",) and not said.decided
     assert domain.first_failure({"s": 2}) is not None and domain.first_failure({"s": 1}) is None
+
+
+def test_sizes_of_several_residues_are_said_residue_by_residue() -> None:
+    # Two stride-2 levels: (h - 1)//2 + 1 rows against 2*((h - 1)//2//2 + 1). NumPy decides
+    # each h; the sizes that broadcast are h % 4 in {0, 3}, and h = 1, 2 (a row of 1).
+    def runs(h: int) -> bool:
+        try:
+            np.broadcast_shapes(((h - 1) // 2 + 1,), (2 * ((h - 1) // 2 // 2 + 1),))
+        except ValueError:
+            return False
+        return True
+
+    assert {h for h in range(1, 400) if runs(h)} == {
+        h for h in range(1, 400) if h % 4 in (0, 3) or h in (1, 2)
+    }
+    report = bcast.check(_add(["(h - 1)//2 + 1"], ["2*((h - 1)//2//2 + 1)"]))
+    (found,) = report.findings
+    assert found.reason.startswith("fails unless h % 4 ∈ {0, 3} or h = 1 or h = 2: ")
+    assert report.domain.dim("h").text == "h % 4 ∈ {0, 3} or h = 1 or h = 2"
+    assert not report.domain.dim("h").exact

@@ -11,7 +11,8 @@ plain text.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -25,6 +26,8 @@ __all__ = [
     "decided_conditions",
     "derived_dim",
     "never_below",
+    "period",
+    "periodic_text",
     "pieces_text",
     "failing_text",
     "sizes_text",
@@ -33,6 +36,8 @@ __all__ = [
 ]
 
 _LISTED: Final = 4  # failing intervals written out; more are counted
+_PERIOD: Final = 64  # the largest period a set is said residue by residue with
+_DIVIDES: Final = frozenset({"//", "%", "/", "FloorDiv", "Mod", "PythonMod", "CleanDiv"})
 
 
 @functools.lru_cache(maxsize=256)
@@ -92,7 +97,7 @@ def _decided(plan: Plan, cond: Condition, expressions: Mapping[str, Expr]) -> Co
     space = space_of((symbol,))
     try:
         region = space.column(exprs, plan.mode)
-        head, failing = failing_text(space, symbol, region)
+        head, failing = failing_text(space, symbol, region, period(e for _, e in exprs))
     except (NotAffine, space.isl.Error):  # not a Presburger set: the plain condition stays
         return None
     text = f"{head}: {requirement_text(column, plan.mode, expressions)}"
@@ -106,8 +111,13 @@ def _expr(dim: Dim, expressions: Mapping[str, Expr]) -> Expr:
     return found if found is not None else Expr("sym", name=dim.name or "")
 
 
-def failing_text(space: Space, symbol: str, region: object) -> tuple[str, Intervals]:
+def failing_text(
+    space: Space, symbol: str, region: object, modulus: int = 1
+) -> tuple[str, Intervals]:
     """Say where one dim's sizes leave ``region``; with the failing intervals (hulls).
+
+    ``modulus``: a period the sizes may have (`period` of the expressions), to say a set of
+    several residues (``h % 4 ∈ {0, 3}``) where no single congruence does.
 
     >>> from bcast.core.expressions import parse_expression as p
     >>> s = space_of(("H",))
@@ -130,6 +140,9 @@ def failing_text(space: Space, symbol: str, region: object) -> tuple[str, Interv
         return f"fails unless {sizes_text(symbol, held, kept)}", intervals
     if fails_exactly:
         return f"fails when {sizes_text(symbol, intervals, congruence)}", intervals
+    found = space.residues(region, symbol, modulus) if 1 < modulus <= _PERIOD else None
+    if found:
+        return f"fails unless {periodic_text(symbol, found, modulus)}", intervals
     return f"fails unless {space.text(region)}", intervals
 
 
@@ -261,3 +274,57 @@ def pieces_text(pieces: Sequence[tuple[int, int | None, int, int]] | None) -> st
         else:
             parts.append(str(lo) if lo == hi else f"{lo}..{'' if hi is None else hi}")
     return "; ".join(parts)
+
+
+def period(exprs: Iterable[Expr]) -> int:
+    """Return a period of the expressions' sizes: the lcm, over each path, of its divisors.
+
+    >>> from bcast.core.expressions import parse_expression as p
+    >>> period([p("2*((h - 1)//2//2 + 1)"), p("(h - 1)//2 + 1")]), period([p("Min(64, s)")])
+    (4, 1)
+    """
+    found = 1
+    for e in exprs:
+        found = math.lcm(found, _period(e, 1))
+    return found
+
+
+def _period(e: Expr, above: int) -> int:
+    if e.op in _DIVIDES and not e.args[1].symbols:
+        c = e.args[1].evaluate({})
+        inner = _period(e.args[0], above * abs(c)) if c else above
+        return min(inner, _PERIOD + 1)
+    found = above
+    for arg in e.args:
+        found = math.lcm(found, _period(arg, above))
+    return min(found, _PERIOD + 1)
+
+
+def periodic_text(name: str, residues: Sequence[tuple[int, Intervals]], modulus: int) -> str:
+    """Say sizes given residue by residue (`Space.residues`): ``h % 4 ∈ {0, 3}``.
+
+    A residue whose sizes run from its first size on is said by the residue alone; any
+    other is said with its sizes.
+
+    >>> periodic_text("h", [(0, ((4, None),)), (3, ((3, None),))], 4)
+    'h % 4 ∈ {0, 3}'
+    >>> periodic_text("h", [(0, ((4, None),)), (1, ((1, 1),))], 4)
+    'h % 4 == 0 or h = 1'
+    """
+    whole = [r for r, spans in residues if spans == ((r or modulus, None),)]
+    parts = []
+    if len(whole) == 1:
+        parts.append(f"{name} % {modulus} == {whole[0]}")
+    elif whole:
+        parts.append(f"{name} % {modulus} ∈ {{{', '.join(map(str, whole))}}}")
+    for r, spans in residues:
+        if r in whole:
+            continue
+        for lo, hi in spans:
+            if lo == hi:
+                parts.append(f"{name} = {lo}")
+            elif hi is None:
+                parts.append(f"{name} % {modulus} == {r} and {name} >= {lo}")
+            else:
+                parts.append(f"{name} % {modulus} == {r} and {lo} <= {name} <= {hi}")
+    return " or ".join(parts)

@@ -30,7 +30,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.polynomials import cancelled, expanded
-from bcast.models.condition_sets import pieces_text, sizes_text
+from bcast.models.condition_sets import period, periodic_text, pieces_text, sizes_text
 from bcast.models.domain import (
     ArithmeticRecord,
     BoundRecord,
@@ -425,9 +425,7 @@ def _domain(graph: Graph, work: _Work) -> Domain:
         sizes, congruence = space.one_dim(whole, name)
         exact = space.exactly(whole, name)
         condition = sizes_text(name, sizes, congruence) if exact else ""
-        shown = (
-            "" if exact else pieces_text(space.pieces(whole, name)) or space.text(whole, (name,))
-        )
+        shown = "" if exact else _inexact(space, whole, name, regions)
         imposed = imposers(space, name, regions, whole)
         congruence = congruence if exact else None
         out.append(DimDomain(name, sizes, imposed, congruence, condition or shown, exact=exact))
@@ -479,3 +477,23 @@ def _decided(
     few = len(r.dims) == 2 and whole.n_basic_set() <= _BOXES
     boxes = space.boxes(whole, r.dims, _BOXES) if few else ()
     return replace(r, condition=space.text(region, only=r.dims), boxes=boxes)
+
+
+def _inexact(space: Space, whole: Any, name: str, regions: Sequence[Requirement]) -> str:
+    """Say sizes that are no single congruence: pieces, residues, or isl's constraints."""
+    said = pieces_text(space.pieces(whole, name))
+    if said:
+        return said
+    exprs = [
+        e
+        for r in regions
+        if name in r.symbols and r.formula is not None
+        for e in (
+            [r.formula[1], r.formula[3]]
+            if r.formula[0] == "compare"
+            else [e for _, e in r.formula[1]]
+        )
+    ]
+    modulus = period(exprs)
+    found = space.residues(whole, name, modulus) if 1 < modulus <= 64 else None
+    return periodic_text(name, found, modulus) if found else space.text(whole, (name,))

@@ -391,6 +391,31 @@ class Space:
             out.append((lo, hi, m, r))
         return sorted(out, key=lambda q: q[0])
 
+    def residues(self, region: Any, name: str, modulus: int) -> list[tuple[int, Intervals]] | None:
+        """Return the sizes of ``name`` in ``region`` residue by residue modulo ``modulus``.
+
+        For each residue ``r`` that some size has, the intervals of the sizes ``n % modulus
+        == r``; None where a residue's sizes are not intervals of that lattice.
+
+        >>> from bcast.core.expressions import parse_expression as p
+        >>> s = Space(["h"])
+        >>> two = s.compare(p("2*((h - 1)//2//2 + 1)"), "==", p("(h - 1)//2 + 1"))
+        >>> s.residues(two, "h", 4)
+        [(0, ((4, None),)), (3, ((3, None),))]
+        """
+        line = self.line(region, name)
+        out = []
+        for r in range(modulus):
+            lattice = self.isl.Set(f"{{ [x] : x mod {modulus} = {r} }}")
+            piece = line.intersect(lattice).coalesce()
+            if piece.is_empty():
+                continue
+            spans = hulls(piece)
+            if not rebuilt(self.isl, piece, spans, (modulus, r)):
+                return None
+            out.append((r, spans))
+        return out
+
     def line(self, region: Any, name: str) -> Any:
         """Return the sizes of dim ``name`` in ``region``, as a one-dim isl set."""
         isl = self.isl
