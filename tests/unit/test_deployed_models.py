@@ -51,8 +51,6 @@ XFAIL_MUTANT: dict[str, str] = {
 XFAIL_PROBE: dict[str, str] = {
     "mamba_torchscript.onnx": "the domain prints seq {1, 8}, but the traced scan reads 8 steps: "
     "onnxruntime fails at seq 1 (Gather_34 index out of bounds)",
-    "mha_torchscript.onnx": "the TorchScript MHA export bakes seq 8 into Reshape targets; "
-    "the domain says seq any and first_failure says inside at seq 9",
 }
 XFAIL_VERIFY: dict[str, str] = {}
 XFAIL_DIM: dict[tuple[str, int], str] = {  # (file, index in probe_results)
@@ -60,8 +58,6 @@ XFAIL_DIM: dict[tuple[str, int], str] = {  # (file, index in probe_results)
     "seq 1..64 (wpe Gather reads 64 rows): the --dim path misses the Gather index bound",
     ("gpt2_kv_torchscript.onnx", 1): "check with past=5, seq=3, total=7 bound reports nothing;"
     " onnxruntime fails at /lm/transformer/Gather_6",
-    ("mha_torchscript.onnx", 1): "check with seq=9 bound reports nothing; onnxruntime fails at"
-    " /att/Reshape_4 (seq 8 baked into the Reshape target)",
 }
 
 # The com.microsoft ops issue 37 item 5 asks bcast to model; any other op outside the ONNX

@@ -59,6 +59,8 @@ def _arith(
                 return x - y
             if op == "Mul":
                 return x * y
+            if op == "Mod":  # fmod=0: the sign of the divisor, as Python's %
+                return None if y == 0 else x % y
             return None if y == 0 else int(np.trunc(x / y))
         # A symbol times 1, plus 0: itself.
         if op == "Mul" and (x == 1 or y == 1):
@@ -242,8 +244,8 @@ def _evaluate(
         return tuple(picked)
     if op == "Slice":
         return _slice(first, ins[1:], len(node.input))
-    if op in ("Add", "Sub", "Mul", "Div"):
-        if len(ins) < 2 or ins[1] is None:
+    if op in ("Add", "Sub", "Mul", "Div", "Mod"):
+        if len(ins) < 2 or ins[1] is None or (op == "Mod" and attribute(node, "fmod", 0)):
             return None
         return _elementwise([first, ins[1]], _arith(op, expressions))
     if op == "Equal":
