@@ -133,6 +133,22 @@ def test_gpt2_torchscript_caps_seq_at_the_position_gather() -> None:
         _agrees(path, domain, {"batch": 2, "seq": s}, feeds)
 
 
+@pytest.mark.parametrize("seq", [64, 65])
+def test_check_with_seq_given_holds_the_position_gather_to_its_table(seq: int) -> None:
+    # With every dim given, the Range of positions is static: its 65 rows of a 64-row table
+    # are an error at the Gather, as onnxruntime fails there; 64 runs and is clean.
+    path = str(REAL / "gpt2_torchscript.onnx")
+    report = bcast.check(path, dims={"batch": 2, "seq": seq})
+    feeds = {"input_ids": _ids(2, seq), "attention_mask": np.ones((2, seq), np.int64)}
+    failed = _run(path, feeds)
+    assert (failed is None) == (seq == 64)
+    assert [(f.node, f.severity.value) for f in report.errors] == (
+        [] if seq == 64 else [("/model/wpe/Gather", "error")]
+    )
+    if seq == 65:
+        assert "positions 0..64 index a table of 64 rows" in report.errors[0].reason
+
+
 VIT_HW = [
     ("vit_hw_torchscript.onnx", "/model/embeddings/Add", ("batch", "height", "width")),
     ("vit_hw_dynamo.onnx", "node_add_17", ("s99", "s100", "s4")),

@@ -274,8 +274,8 @@ def _range_of(
     if start is None or step != (1,) or len(start) != 1 or out is None or out.rank != 1:
         return None
     count = out.dims[0]
-    if count.is_static or count.name is None or start[0] < 0:
-        return None  # a static Range is checked by running it; a negative start wraps
+    if (count.name is None and not count.is_static) or start[0] < 0:
+        return None  # a negative start wraps; a count neither static nor named is unknown
     return start[0], count
 
 
