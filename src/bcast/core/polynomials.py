@@ -1,9 +1,11 @@
 """Dim expressions multiplied out: comparing index bounds (``(b - 1)*s + s`` is ``b*s``).
 
-`expanded` writes an expression as a sum of products of symbols; `cancelled` divides two
-such sums by the symbols every term shares, so that a requirement over three dims reads
-as one over two (``batch*mask_seq`` rows of ``mask_batch*mask_seq`` is ``batch`` of
-``mask_batch``). Products that would multiply out past 256 terms stay as written.
+`expanded` writes an expression as a sum of products of symbols; `cancelled` takes like
+terms from both sides of a comparison and divides them by the symbols every term shares, so
+that a requirement over three dims reads as one over two (``batch*mask_seq`` rows of
+``mask_batch*mask_seq`` is ``batch`` of ``mask_batch``) and a KV cache's
+``batch*total + past + seq - total`` rows of ``batch*total`` is ``past + seq`` of
+``total``. Products that would multiply out past 256 terms stay as written.
 """
 
 from __future__ import annotations
@@ -70,21 +72,30 @@ def expanded(expr: Expr) -> Expr:
 
 
 def cancelled(left: Expr, right: Expr) -> tuple[Expr, Expr]:
-    """Return ``left`` and ``right`` expanded, divided by every symbol all their terms share.
+    """Return ``left`` and ``right`` expanded, like terms taken out and shared symbols divided.
 
-    For comparing sizes of dims (each at least 1): ``(b - 1)*s + s`` against ``m*s`` is
-    ``b`` against ``m``. Where either is no polynomial (``//``, ``Min``) both come back as
-    they are.
+    Every symbol all their terms share divides both. For comparing sizes of dims (each at
+    least 1): ``(b - 1)*s + s`` against ``m*s`` is ``b`` against ``m``; ``b*t + p + s - t``
+    against ``b*t`` is ``p + s`` against ``t`` (a term on both sides is subtracted from both,
+    a negative one moves across). Where either is no polynomial (``//``, ``Min``) both come
+    back as they are.
 
     >>> from bcast.core.expressions import parse_expression as p
     >>> [str(e) for e in cancelled(p("(b - 1)*s + s"), p("m*s"))]
     ['b', 'm']
+    >>> [str(e) for e in cancelled(p("b*t + p + s - t"), p("b*t"))]
+    ['p + s', 't']
     >>> [str(e) for e in cancelled(p("s + 2"), p("Min(64, s)"))]
     ['s + 2', 'Min(64, s)']
     """
     a, b = _polynomial(left), _polynomial(right)
     if a is None or b is None:
         return left, right
+    difference = dict(a)
+    for key, value in b.items():
+        difference[key] = difference.get(key, 0) - value
+    a = {k: v for k, v in difference.items() if v > 0}
+    b = {k: -v for k, v in difference.items() if v < 0}
     while True:
         keys = [*a, *b]
         shared = set(keys[0]) if keys else set()
