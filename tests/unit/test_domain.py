@@ -149,6 +149,22 @@ def test_check_with_seq_given_holds_the_position_gather_to_its_table(seq: int) -
         assert "positions 0..64 index a table of 64 rows" in report.errors[0].reason
 
 
+@pytest.mark.parametrize(("indices", "least"), [([2], 3), ([-3, 0], 3), ([-1], 1)])
+def test_constant_gather_indices_need_an_axis_that_long(indices: list[int], least: int) -> None:
+    # x[:, k] on a symbolic axis: onnxruntime refuses an index outside it (Mamba's last step).
+    nodes = [helper.make_node("Gather", ["x", "k"], ["y"], "pick", axis=1)]
+    x = helper.make_tensor_value_info("x", F, ["batch", "seq", 4])
+    y = helper.make_tensor_value_info("y", F, None)
+    model = _model(nodes, [x], [y], [_const("k", np.array(indices, np.int64))])
+    domain = bcast.check(model).domain
+    seq = domain.dim("seq")
+    assert seq is not None and seq.text == ("any" if least == 1 else f"{least}..")
+    for s in sorted({max(least - 1, 1), least, least + 1}):
+        failed = _run(model, {"x": np.ones((2, s, 4), np.float32)})
+        assert (failed is None) == (s >= least), (s, failed)
+        assert (domain.first_failure({"batch": 2, "seq": s}) is None) == (s >= least)
+
+
 VIT_HW = [
     ("vit_hw_torchscript.onnx", "/model/embeddings/Add", ("batch", "height", "width")),
     ("vit_hw_dynamo.onnx", "node_add_17", ("s99", "s100", "s4")),
