@@ -41,13 +41,7 @@ FILES: dict[str, Any] = MANIFEST["files"]
 # What bcast gets wrong today (issue 37), each measured: the test fails without its mark.
 # Engineers A and B are fixing these; a strict xfail fails loudly once the fix lands.
 XFAIL_VALID: dict[str, str] = {}
-XFAIL_MUTANT: dict[str, str] = {
-    "unet2_torchscript__inner_output_padding_1.onnx": "free dims: an error at /Concat (right);"
-    " with height=32, width=32 bound the Concat's 17 vs 16 on axis 2 is not reported, only the"
-    " Add after it (34 vs 32)",
-    "lstm_torchscript__B_255.onnx": "LSTM's B [1,255] for hidden 32 (ONNX: [num_directions, "
-    "8*hidden_size]) is not checked; onnxruntime rejects it at run",
-}
+XFAIL_MUTANT: dict[str, str] = {}
 XFAIL_PROBE: dict[str, str] = {
     "mamba_torchscript.onnx": "the domain prints seq {1, 8}, but the traced scan reads 8 steps: "
     "onnxruntime fails at seq 1 (Gather_34 index out of bounds)",

@@ -23,6 +23,7 @@ from bcast.models.condition_sets import never_below as _never_below
 from bcast.models.deviations import runtime_deviations
 from bcast.models.domain import Imposed
 from bcast.models.domain_collect import Record, collect_other
+from bcast.models.domain_records import PlanRecord
 from bcast.models.domain_solve import solve_domain
 from bcast.models.graph import (
     Finding,
@@ -128,6 +129,13 @@ def check_graph(
     findings += runtime_deviations(graph, values, target)
     domain = solve_domain(graph, records, bind_expressions(points, graph.expressions))
     domain = replace(domain, undecided=_not_decided(unmodelled, unchecked, undecided))
+    failed = {f.node for f in findings if f.severity is Severity.ERROR}
+    for r in records:  # a Concat or MatMul that fails at every size: an error at its node
+        if isinstance(r, PlanRecord) and r.plan is None and r.node not in failed:
+            why = f"no input sizes make this model run: {r.error}"
+            findings.append(
+                Finding(Severity.ERROR, "empty-domain", r.node, r.op, (), None, None, why)
+            )
     if domain.empty_at and not any(f.severity is Severity.ERROR for f in findings):
         at = domain.empty_at[-1]
         reason = f"no input sizes make this model run: {domain.empty}"
