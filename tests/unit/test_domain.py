@@ -146,7 +146,31 @@ def test_check_with_seq_given_holds_the_position_gather_to_its_table(seq: int) -
         [] if seq == 64 else [("/model/wpe/Gather", "error")]
     )
     if seq == 65:
-        assert "positions 0..64 index a table of 64 rows" in report.errors[0].reason
+        assert report.errors[0].reason.startswith("fails at batch=2, seq=65: positions 0..")
+        assert "index a table of 64 rows" in report.errors[0].reason
+
+
+def test_check_with_the_kv_cache_dims_given_holds_the_mask_rows_to_past_plus_seq() -> None:
+    # GPT-2 with past_key_values (tests/fixtures/deployed): the mask's rows are read at
+    # past + seq; onnxruntime runs total 8 and 9 and fails at 7 for past 5, seq 3.
+    path = str(REAL.parent / "deployed" / "gpt2_kv_torchscript.onnx")
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for total in (7, 8, 9):
+        feeds = {}
+        for i in session.get_inputs():
+            dims = {"batch": 2, "seq": 3, "past": 5, "total": total}
+            shape = [d if isinstance(d, int) else dims[d] for d in i.shape]
+            kind = np.int64 if "int64" in i.type else np.float32
+            feeds[i.name] = np.ones(shape, kind)
+        try:
+            session.run(None, feeds)
+            runs = True
+        except Exception:
+            runs = False
+        report = bcast.check(path, dims=dims)
+        assert runs == (total >= 8) == report.ok, (total, report.errors)
+    lines = bcast.check(path).domain.lines()
+    assert any(line.startswith("past + seq must be at most total") for line in lines)
 
 
 @pytest.mark.parametrize(("indices", "least"), [([2], 3), ([-3, 0], 3), ([-1], 1)])

@@ -24,8 +24,9 @@ _DO: Final = {
         "`bcast domain MODEL` lists the sizes the model accepts."
     ),
     "fails-in-range": (
-        "A node fails at a size inside the range given with `--dim NAME=LO..HI`: the model "
-        "will fail when used there. Narrow the range to the sizes the model accepts "
+        "A node fails at a size inside the range given with `--dim NAME=LO..HI` (or at the "
+        "value given with `--dim NAME=N`, where the index it reads depends on the value): the "
+        "model will fail when used there. Narrow the range to the sizes the model accepts "
         "(`bcast domain MODEL`), or fix the node (a position table with too few rows)."
     ),
     "unidirectional": (

@@ -15,11 +15,11 @@ from dataclasses import replace
 from typing import Final
 
 from bcast.core.arithmetic import expr_of, expression_dim
-from bcast.core.dim import intersect_dims
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape, informative, more_named, more_precise
 from bcast.models.condition_sets import never_below as _never_below
+from bcast.models.declared import against_declared, unexplained_refusals
 from bcast.models.deviations import runtime_deviations
 from bcast.models.domain import Imposed
 from bcast.models.domain_collect import Record, collect_other
@@ -136,6 +136,8 @@ def check_graph(
             findings.append(
                 Finding(Severity.ERROR, "empty-domain", r.node, r.op, (), None, None, why)
             )
+    if points:  # --dim values: what the model needs of them where values decide it too
+        findings += _at_points(graph, points, max_elements, {f.node for f in findings})
     if domain.empty_at and not any(f.severity is Severity.ERROR for f in findings):
         at = domain.empty_at[-1]
         reason = f"no input sizes make this model run: {domain.empty}"
@@ -145,13 +147,34 @@ def check_graph(
     report = Report(
         graph.path,
         _count(graph),
-        tuple(_unexplained_refusals(name_sources(graph, list(dict.fromkeys(findings))))),
+        tuple(unexplained_refusals(name_sources(graph, list(dict.fromkeys(findings))))),
         _count(graph, broadcasting=True),
         tuple(unchecked),
         domain,
         tuple(unmodelled),
     )
     return prove_ranges(report, ranges)
+
+
+def _at_points(
+    graph: Graph, points: Mapping[str, int], max_elements: int, reported: Set[str]
+) -> list[Finding]:
+    """Return an error at each node whose requirement fails at the ``--dim`` values given.
+
+    With the dims bound, an index computed from them (a KV cache's mask row, a Range of
+    positions) is a value no shape shows: the domain over the free dims decides it there.
+    """
+    records: list[Record] = []
+    _walk(graph, {}, max_elements, None, quiet=True, collect=records)
+    free = solve_domain(graph, records, {})
+    given = ", ".join(f"{k}={v}" for k, v in points.items())
+    found: dict[str, Finding] = {}
+    for at in free.failures(bind_expressions(dict(points), graph.expressions)):
+        if at.node not in reported and at.node not in found:
+            why = f"fails at {given}: {at.reason}"
+            found[at.node] = Finding(Severity.ERROR, "fails-in-range", at.node, at.op, (),
+                                     None, at.axis, why)  # fmt: skip
+    return list(found.values())
 
 
 def propagate_shapes(
@@ -279,7 +302,7 @@ def _walk(
                 unmodelled.append(Unchecked(node.name, node.op, why))
             if result is not None:
                 if graph.declared and peer:
-                    findings.extend(_against_declared(node, result, peer[0]))
+                    findings.extend(against_declared(node, result, peer[0]))
                 if peer:  # what bcast leaves unknown (an Expand target), the peer may know
                     result = more_precise(peer[0], result) or result
                 if _two_way(node):
@@ -451,48 +474,3 @@ def _filled(
 ) -> Shape:
     """Return the peer's shape with what ``ours`` knows where the peer's is unknown."""
     return peer if ours is None else fill(ours, peer) or peer
-
-
-def _against_declared(node: Node, result: Shape, declared: Shape) -> list[Finding]:
-    """Hold a broadcast's result against the output shape the file declares for it.
-
-    An IR states every output's dims; a broadcast whose operands give another size than the
-    one declared (a Const cut short feeding a Multiply) is what OpenVINO refuses, and the
-    first node where the file contradicts itself.
-    """
-    if result.rank is None or declared.rank is None:
-        return []
-    if result.rank != declared.rank:
-        reason = f"the model declares the output {declared}; the broadcast gives {result}"
-        return [_declared_finding(node, None, reason, result, declared)]
-    for axis, (got, said) in enumerate(zip(result.dims, declared.dims, strict=True)):
-        if intersect_dims(got, said) is None:
-            reason = (
-                f"the model declares the output {declared}; the broadcast gives {result}: "
-                f"{got} vs {said} at axis {axis}"
-            )
-            return [_declared_finding(node, axis, reason, result, declared)]
-    return []
-
-
-def _declared_finding(
-    node: Node, axis: int | None, reason: str, result: Shape, declared: Shape
-) -> Finding:
-    picture = (f"broadcast  {result}", f"declared   {declared}")
-    operands = tuple((name, declared) for name in node.outputs[:1])
-    return Finding(
-        Severity.ERROR, "declared-shape", node.name, node.op, operands, None, axis, reason, picture
-    )
-
-
-def _unexplained_refusals(findings: list[Finding]) -> list[Finding]:
-    """Make a peer's refusal of the model an error unless bcast reported something itself.
-
-    A model the peer will not load never passes: when no error or warning of bcast's own
-    accounts for the refusal, the refusal itself is the error, with the peer's reason.
-    """
-    if any(f.severity is not Severity.INFO and f.kind != "peer-rejects" for f in findings):
-        return findings
-    return [
-        replace(f, severity=Severity.ERROR) if f.kind == "peer-rejects" else f for f in findings
-    ]

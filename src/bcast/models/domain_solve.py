@@ -318,10 +318,8 @@ def _bound(work: _Work, record: BoundRecord) -> None:
         return
     room = Expr("int", value=record.size - record.start)
     shown = str(dims.expressions.get(record.count.name or "", record.count))
-    if record.count.is_static and record.count.lo is not None:  # bound by --dim: a number
-        last = str(record.start + record.count.lo - 1)
-    else:
-        last = f"{shown} - 1" if record.start == 0 else f"{record.start} + {shown} - 1"
+    last = f"{shown} - 1" if record.start == 0 else f"{record.start} + {shown} - 1"
+    last = str(record.start + (record.count.lo or 0) - 1) if record.count.is_static else last
     reason = (
         f"positions {record.start}..{last} index a table of {record.size} rows: "
         f"fails when {shown} > {room}"
