@@ -42,17 +42,9 @@ FILES: dict[str, Any] = MANIFEST["files"]
 # Engineers A and B are fixing these; a strict xfail fails loudly once the fix lands.
 XFAIL_VALID: dict[str, str] = {}
 XFAIL_MUTANT: dict[str, str] = {}
-XFAIL_PROBE: dict[str, str] = {
-    "mamba_torchscript.onnx": "the domain prints seq {1, 8}, but the traced scan reads 8 steps: "
-    "onnxruntime fails at seq 1 (Gather_34 index out of bounds)",
-}
+XFAIL_PROBE: dict[str, str] = {}
 XFAIL_VERIFY: dict[str, str] = {}
-XFAIL_DIM: dict[tuple[str, int], str] = {  # (file, index in probe_results)
-    ("gpt2_ortopt.onnx", 1): "check with seq=65 bound reports nothing, though the domain says "
-    "seq 1..64 (wpe Gather reads 64 rows): the --dim path misses the Gather index bound",
-    ("gpt2_kv_torchscript.onnx", 1): "check with past=5, seq=3, total=7 bound reports nothing;"
-    " onnxruntime fails at /lm/transformer/Gather_6",
-}
+XFAIL_DIM: dict[tuple[str, int], str] = {}  # (file, index in probe_results)
 
 # The com.microsoft ops issue 37 item 5 asks bcast to model; any other op outside the ONNX
 # standard must be listed in coverage as not modelled.
