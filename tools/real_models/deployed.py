@@ -121,6 +121,42 @@ MUTANTS: list[dict[str, Any]] = [
     },
     {
         **_cut(
+            "llama_nbits_ort.onnx",
+            "onnx::MatMul_652_scales",
+            [32, 1],
+            "/model/layers.0/self_attn/q_proj/MatMul_Q4",
+            None,
+            "MatMulNBits scales one block short per column (com.microsoft)",
+            "MatMulNBits(K=32, N=32, block_size=16): scales must hold N*ceil(K/16) = 64 values",
+        ),
+        "file": "llama_nbits_ort__q_scales_32x1.onnx",
+    },
+    {
+        **_cut(
+            "llama_nbits_qdq_ort.onnx",
+            "onnx::MatMul_652_DQ_scales",
+            [1, 32],
+            "/model/layers.0/self_attn/q_proj/MatMul_DQ_Q4",
+            None,
+            "blocked DequantizeLinear scale one block short (block_size 16, opset 21)",
+            "DequantizeLinear(axis=0, block_size=16) of a [32,32] weight: scale must be [2,32]",
+        ),
+        "file": "llama_nbits_qdq_ort__q_scales_1x32.onnx",
+    },
+    {
+        "file": "cnn_nncf_fakequantize_openvino__conv1_scale_15.xml",
+        "base": "cnn_nncf_fakequantize_openvino.xml",
+        "consumer": "__module.3/aten::_convolution/Convolution/fq_weights_1",
+        "new_shape": [15, 1, 1, 1],
+        "bug": "NNCF int8 per-channel weight scale one output channel short",
+        "expected": {
+            "node": "__module.3/aten::_convolution/Convolution/fq_weights_1",
+            "axis": 0,
+            "why": "decompression Multiply: weight [16,8,3,3] * scale [15,1,1,1]",
+        },
+    },
+    {
+        **_cut(
             "bert_ortopt.onnx",
             "model.encoder.layer.0.intermediate.dense.bias",
             [63],

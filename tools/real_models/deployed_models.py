@@ -526,6 +526,62 @@ def bert_dynquant(path: str) -> dict[str, Any]:
     }
 
 
+def llama_nbits(path: str, fmt: str) -> dict[str, Any]:
+    """LLaMA weights quantized to 4 bits in blocks of 16 by onnxruntime's MatMulNBitsQuantizer."""
+    import onnx
+    from onnxruntime.quantization import QuantFormat
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        models.export_torchscript(models.llama(), f"{tmp}/fp32.onnx", opset=21)
+        quant = MatMulNBitsQuantizer(
+            onnx.load(f"{tmp}/fp32.onnx"),
+            bits=4,
+            block_size=16,
+            is_symmetric=True,
+            quant_format=getattr(QuantFormat, fmt),
+        )
+        quant.process()
+        quant.model.save_model_to_file(path, use_external_data_format=False)
+    op = "com.microsoft MatMulNBits" if fmt == "QOperator" else "DequantizeLinear(block_size=16)"
+    return {
+        "architecture": "transformers.LlamaModel (hidden 32, 2 layers, 4 heads, 2 KV heads)",
+        "how": f"torchscript export (opset 21), then onnxruntime.quantization."
+        f"matmul_nbits_quantizer.MatMulNBitsQuantizer(bits=4, block_size=16, "
+        f"is_symmetric=True, quant_format=QuantFormat.{fmt}): every MatMul weight as {op}",
+        "inputs": TEXT_IN,
+        "defaults": TEXT_DEF,
+    }
+
+
+def cnn_fakequantize(path: str) -> dict[str, Any]:
+    """The small CNN converted to OpenVINO and quantized by nncf.quantize (FakeQuantize)."""
+    import nncf
+    import numpy as np
+    import openvino as ov
+    import torch
+
+    with torch.no_grad():
+        model = ov.convert_model(
+            _small_cnn(),
+            example_input=torch.randn(1, 3, 32, 32),
+            input=[(ov.PartialShape([-1, 3, -1, -1]), ov.Type.f32)],
+        )
+    model.inputs[0].get_tensor().set_names({"pixel_values"})
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal((1, 3, 32, 32)).astype("float32") for _ in range(4)]
+    model = nncf.quantize(model, nncf.Dataset(data), subset_size=4)
+    ov.save_model(model, path, compress_to_fp16=False)
+    return {
+        "architecture": "Conv-BN-ReLU-Conv(stride 2)-ReLU-GlobalAvgPool-Linear (8, 16 channels)",
+        "how": "openvino.convert_model (input [-1,3,-1,-1]), nncf.quantize(model, "
+        "nncf.Dataset(4 random images), subset_size=4): FakeQuantize on activations and "
+        "per-channel on weights, openvino.save_model(compress_to_fp16=False)",
+        "inputs": IMG_IN,
+        "defaults": IMG_DEF,
+    }
+
+
 def bert_ortopt(path: str) -> dict[str, Any]:
     """BERT after onnxruntime.transformers.optimizer.optimize_model(model_type='bert')."""
     from onnxruntime.transformers.optimizer import optimize_model
@@ -911,6 +967,9 @@ BUILDERS: dict[str, Any] = {
     "cnn_qdq_ort.onnx": lambda p: cnn_quantized(p, "QDQ"),
     "cnn_qoperator_ort.onnx": lambda p: cnn_quantized(p, "QOperator"),
     "bert_dynquant_ort.onnx": bert_dynquant,
+    "llama_nbits_ort.onnx": lambda p: llama_nbits(p, "QOperator"),
+    "llama_nbits_qdq_ort.onnx": lambda p: llama_nbits(p, "QDQ"),
+    "cnn_nncf_fakequantize_openvino.xml": cnn_fakequantize,
     "bert_ortopt.onnx": bert_ortopt,
     "gpt2_ortopt.onnx": gpt2_ortopt,
     "llama_nncf_int8_openvino.xml": lambda p: llama_nncf(p, "int8"),
