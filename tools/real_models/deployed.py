@@ -551,7 +551,7 @@ def docs_section(manifest: dict[str, Any]) -> list[str]:
         "mutant is reported at its node, and runs the runtime just inside and just outside "
         "every range `bcast domain` prints (and at the probe points below); what bcast "
         "still gets wrong on them is marked there as strict xfails, each with its reason. "
-        "Before issue 37's work (ae9a754~1) 47 of those tests failed: the com.microsoft and "
+        "Before issue 37's work (ae9a754~1) 62 of its 109 tests failed: the com.microsoft and "
         "quantization mutants passed unseen, the U-Nets' domains said `height any`, verify "
         "skipped function bodies.",
         "",
