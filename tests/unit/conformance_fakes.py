@@ -26,6 +26,7 @@ RUNTIMES = {
     "aborter": "Aborter",
     "flaky": "Flaky",
     "ghost": "Ghost",
+    "sleeper": "Sleeper",
 }
 
 
@@ -144,3 +145,15 @@ class Ghost(Honest):
 
     def __init__(self) -> None:
         import bcast_no_such_runtime_library  # noqa: F401
+
+
+class Sleeper(Honest):
+    """Takes a minute a case: only an interrupt ends a run of it early."""
+
+    name: ClassVar[str] = "sleeper"
+
+    def run(self, model: bytes, inputs: Any, *, config: Any, path: str) -> list[np.ndarray]:
+        import time
+
+        time.sleep(60)
+        return super().run(model, inputs, config=config, path=path)

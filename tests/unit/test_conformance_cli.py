@@ -126,3 +126,29 @@ def test_onnxruntime_and_the_reference_agree_with_bcast_on_a_small_real_run() ->
     assert verdicts["agree"] > 100
     assert obj["findings"] == [], obj["findings"]
     assert result.exit_code == 0
+
+
+def test_an_interrupt_ends_the_run_and_its_workers_at_once(registered: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(registered), *sys.path])}
+    command = [sys.executable, "-m", "bcast", "conformance", "--runtime", "sleeper"]
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        time.sleep(6)  # the workers are running their first, minute-long case
+        proc.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert time.monotonic() - start < 10  # not after the batches' minutes

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
-from threading import Lock
+from threading import Event, Lock
 from typing import Any, Final
 
 __all__ = ["DEFAULT_TIMEOUT", "Outcome", "Task", "describe", "run_tasks"]
@@ -92,8 +92,16 @@ def _read_exact(fd: int, size: int, timeout: float | None) -> bytes | None:
     return b"".join(chunks)
 
 
+_LIVE: set[subprocess.Popen[bytes]] = set()
+"""The workers running now, ended by `run_tasks` when the run is interrupted."""
+_STOPPING = Event()
+
+
 def _start(request: Mapping[str, Any]) -> subprocess.Popen[bytes]:
+    if _STOPPING.is_set():
+        raise KeyboardInterrupt
     proc = _spawn()
+    _LIVE.add(proc)
     assert proc.stdin is not None
     try:
         proc.stdin.write(pickle.dumps(dict(request)))
@@ -109,6 +117,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> str:
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
     code = proc.wait()
+    _LIVE.discard(proc)
     if proc.stdout is not None:
         proc.stdout.close()
     if code < 0:
@@ -215,7 +224,9 @@ def run_tasks(
         for start in range(0, len(task.cases), _BATCH):
             pieces.append((task, start, task.cases[start : start + _BATCH]))
     results: dict[str, list[Outcome | None]] = {t.label: [None] * len(t.cases) for t in tasks}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    _STOPPING.clear()
+    try:
         futures = [
             (task, start, pool.submit(_run_batch, task.target, task.config, part, timeout, done))
             for task, start, part in pieces
@@ -223,6 +234,14 @@ def run_tasks(
         for task, start, future in futures:
             got = future.result()
             results[task.label][start : start + len(got)] = got
+    except BaseException:  # Ctrl-C above all: end every worker now, not batch by batch
+        _STOPPING.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in list(_LIVE):
+            with suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    pool.shutdown()
     return {label: [o for o in outs if o is not None] for label, outs in results.items()}
 
 
