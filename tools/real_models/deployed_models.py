@@ -684,6 +684,9 @@ def gpt2_kv(path: str) -> dict[str, Any]:
             {"batch": 2, "seq": 3, "past": 5, "total": 7},
             {"batch": 2, "seq": 1, "past": 7, "total": 8},
             {"batch": 2, "seq": 3, "past": 5, "total": 9},
+            {"batch": 2, "seq": 3, "past": 61, "total": 64},
+            {"batch": 2, "seq": 3, "past": 62, "total": 65},
+            {"batch": 2, "seq": 3, "past": 0, "total": 3},
         ],
     }
 
