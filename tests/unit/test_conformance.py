@@ -102,6 +102,49 @@ def test_symbolic_cases_declare_every_dim_as_a_dim_param() -> None:
     assert dims and all(d.dim_param and not d.HasField("dim_value") for d in dims)
 
 
+# -- the tolerance table -------------------------------------------------------------------
+
+
+def _float_case(op: str):
+    case = next(c for c in generate([op]) if c.dtypes[0] == "float" and c.pattern == "stretch")
+    assert decide(case) is None
+    return case
+
+
+@pytest.mark.parametrize(
+    ("op", "ulps", "verdict"),
+    [
+        pytest.param("Add", 1, "wrong_value", id="add-is-exact"),
+        pytest.param("Pow", 2, "agree", id="pow-within-2-ulps"),
+        pytest.param("Pow", 3, "wrong_value", id="pow-not-3-ulps"),
+    ],
+)
+def test_floats_are_compared_in_units_in_the_last_place_per_operator(
+    op: str, ulps: int, verdict: str
+) -> None:
+    from bcast.onnx.conformance.verdicts import judge
+    from bcast.onnx.conformance.workers import Outcome
+
+    case = _float_case(op)
+    expected = case.expected[0]
+    got = expected.copy()
+    index = np.unravel_index(np.argmax(np.abs(expected)), expected.shape)
+    for _ in range(ulps):
+        got[index] = np.nextafter(got[index], np.float32(np.inf))
+    assert judge(case, Outcome("ok", [got])).verdict == verdict
+
+
+def test_nan_matches_nan_and_the_sign_of_zero_is_not_compared() -> None:
+    from bcast.onnx.conformance.verdicts import judge
+    from bcast.onnx.conformance.workers import Outcome
+
+    case = _float_case("Add")
+    case.expected = [np.array([np.nan, 0.0, -1.0], np.float32)]
+    got = np.array([-np.nan, -0.0, -1.0], np.float32)
+    assert judge(case, Outcome("ok", [got])).verdict == "agree"
+    assert judge(case, Outcome("ok", [got.astype(np.float64)])).verdict == "wrong_value"
+
+
 # -- verdicts, proven by runtimes that are wrong on purpose --------------------------------
 
 
