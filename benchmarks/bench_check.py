@@ -9,12 +9,13 @@ otherwise run on the file.
 
 Target (issue 14): under 2 s for 30,000 nodes on the reference machine.
 
-    python benchmarks/bench_check.py [--layers 2500] [--repeat 3]
+    python benchmarks/bench_check.py [--layers 2500] [--repeat 3] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=2500)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="write the rows here (run_all.py reads it)")
     args = parser.parse_args(argv)
     import bcast
 
@@ -116,6 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{nodes} nodes, {args.repeat} runs each (median):")
     for name, seconds in rows:
         print(f"  {name:<40} {seconds:7.3f} s   ({seconds / rows[0][1]:.2f}x bcast.check)")
+    if args.json:
+        result = {
+            "nodes": nodes,
+            "repeat": args.repeat,
+            "rows": [{"name": name, "seconds": round(seconds, 4)} for name, seconds in rows],
+        }
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
     return 0
 
 

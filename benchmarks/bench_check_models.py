@@ -23,6 +23,8 @@ most 1.0 and a worst of at most 2.0 over the corpus.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.metadata
 import json
 import os
 import statistics
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,6 +96,42 @@ def measure(path: Path, repeat: int) -> dict[str, object]:
     }
 
 
+def _floor(repeat: int) -> str:
+    """Time the imports alone, each side's: what no model can make either side go below."""
+    ours = [sys.executable, "-c", "import bcast.cli.check_cmd, bcast.onnx.reader"]
+    theirs = [sys.executable, "-c", "import onnxruntime"]
+    wall(ours), wall(theirs)
+    a = statistics.median(wall(ours)[0] for _ in range(repeat))
+    b = statistics.median(wall(theirs)[0] for _ in range(repeat))
+    return (
+        f"The imports alone, in the same run: bcast check's (click, rich, NumPy, onnx and "
+        f"bcast's own) {a:.3f} s, onnxruntime's {b:.3f} s: a ratio of {a / b:.2f} before "
+        "any model is read."
+    )
+
+
+def _run_info() -> dict[str, str]:
+    """Return when, on which commit and with which peers' versions the run was made."""
+    versions = [f"Python {sys.version.split()[0]}"]
+    for name in ("onnx", "onnxruntime", "openvino"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            versions.append(f"{name} {importlib.metadata.version(name)}")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "src", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return {
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": (commit or "?") + ("+changes" if dirty else ""),
+        "versions": ", ".join(versions),
+    }
+
+
 def markdown(rows: list[dict[str, object]], summary: dict[str, object]) -> str:
     lines = [
         "| model | peer | bcast check (s) | peer (s) | bcast / peer |",
@@ -134,9 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print("no models to time", file=sys.stderr)
         return 2
+    floor = _floor(args.repeat)
     ratios = [float(str(r["ratio"])) for r in rows]
     worst = max(rows, key=lambda r: float(str(r["ratio"])))
-    summary = {
+    summary: dict[str, object] = {
         "models": len(rows),
         "repeat": args.repeat,
         "median_ratio": round(statistics.median(ratios), 3),
@@ -146,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(rows, summary)
     print(text)
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1) + "\n")
+        result = {"rows": rows, "summary": summary, "floor": floor, **_run_info()}
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
     if args.markdown:
         args.markdown.write_text(text)
     return 0

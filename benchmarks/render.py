@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import render_check
 import render_sizes
 
 COMBINED_SCHEMA = "bcast-bench/1"  # run_all.py: {"ops": ..., "shapes": ...}
@@ -312,6 +313,7 @@ def render_markdown(
     png_name: str | None,
     sizes: dict[str, Any] | None = None,
     sizes_png_name: str | None = None,
+    check: dict[str, Any] | None = None,
 ) -> str:
     lines = [
         "# Benchmarks",
@@ -327,6 +329,8 @@ def render_markdown(
         lines += render_sizes.markdown(sizes, sizes_png_name)
     if shapes is not None:
         lines += shapes_markdown(shapes)
+    if check:
+        lines += render_check.markdown(check)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -459,6 +463,7 @@ def render(
     markdown: Path | None,
     png: Path | None,
     sizes: dict[str, Any] | None = None,
+    check: dict[str, Any] | None = None,
 ) -> None:
     """Write the Markdown report and the charts (the size sweep's: ``<png>_sizes.png``)."""
     if png is not None and (ops is not None or shapes is not None):
@@ -474,7 +479,7 @@ def render(
         if sizes_png is not None:
             sizes_name = os.path.relpath(sizes_png, markdown.parent).replace(os.sep, "/")
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        text = render_markdown(ops, shapes, png_name, sizes, sizes_name)
+        text = render_markdown(ops, shapes, png_name, sizes, sizes_name, check)
         markdown.write_text(text, encoding="utf-8")
 
 
@@ -483,17 +488,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ops", type=Path, help="JSON of bench_ops.py (or run_all.py's, both parts)")
     ap.add_argument("--shapes", type=Path, help="JSON written by bench_shapes.py")
     ap.add_argument("--sizes", type=Path, help="JSON written by bench_sizes.py")
+    ap.add_argument("--check", type=Path, help="run_all.py's check part (JSON)")
     ap.add_argument("--markdown", type=Path, default=Path("docs/benchmarks.md"))
     ap.add_argument("--png", type=Path, default=Path("docs/benchmarks.png"))
     args = ap.parse_args(argv)
     ops = json.loads(args.ops.read_text()) if args.ops else None
     shapes = json.loads(args.shapes.read_text()) if args.shapes else None
     sizes = json.loads(args.sizes.read_text()) if args.sizes else None
+    check = json.loads(args.check.read_text()) if args.check else None
     if ops is not None and ops.get("schema") == COMBINED_SCHEMA:  # run_all.py's benchmarks.json
         combined = ops
         ops, shapes = combined.get("ops"), shapes if shapes is not None else combined.get("shapes")
         sizes = sizes if sizes is not None else combined.get("sizes")
-    render(ops=ops, shapes=shapes, markdown=args.markdown, png=args.png, sizes=sizes)
+        check = check if check is not None else combined.get("check")
+    render(ops=ops, shapes=shapes, markdown=args.markdown, png=args.png, sizes=sizes, check=check)
     return 0
 
 

@@ -5,10 +5,12 @@ Usage::
     python benchmarks/run_all.py [--quick] [--cases add_large,where,...] [--out-dir docs]
 
 Runs ``bench_ops.py`` (operators), ``bench_shapes.py`` (``broadcast_shapes`` against NumPy,
-ONNX and OpenVINO shape inference) and ``bench_sizes.py`` (add from 64 KiB to 1 GiB, and the
-first call), each in its own process, then writes ``<out-dir>/benchmarks.md`` (Markdown
-tables), ``<out-dir>/benchmarks.png`` and ``benchmarks_sizes.png`` (charts) and
-``<out-dir>/benchmarks.json`` (every result set, for machines).
+ONNX and OpenVINO shape inference), ``bench_sizes.py`` (add from 64 KiB to 1 GiB, and the
+first call), ``bench_check_models.py`` and ``bench_check.py`` (``bcast check`` against the
+runtimes' session creation, and on 30,000 nodes), each in its own process, then writes
+``<out-dir>/benchmarks.md`` (Markdown tables), ``<out-dir>/benchmarks.png`` and
+``benchmarks_sizes.png`` (charts) and ``<out-dir>/benchmarks.json`` (every result set, for
+machines).
 """
 
 from __future__ import annotations
@@ -94,6 +96,23 @@ def run_shapes(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
         return None
 
 
+def run_check(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
+    """Run ``bench_check_models.py`` and ``bench_check.py``; return both JSON results."""
+    repeat = "1" if args.quick else "3"
+    found: dict[str, Any] = {}
+    for key, script, extra in (
+        ("models", "bench_check_models.py", ["--repeat", repeat]),
+        ("large", "bench_check.py", ["--repeat", repeat]),
+    ):
+        path = tmp / f"check_{key}.json"
+        rc = _run([sys.executable, str(HERE / script), *extra, "--json", str(path)])
+        if rc != 0 or not path.exists():
+            print(f"{script} failed (exit {rc})", file=sys.stderr)
+            return None
+        found[key] = json.loads(path.read_text())
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer, shorter samples")
@@ -102,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-ops", action="store_true")
     ap.add_argument("--skip-shapes", action="store_true")
     ap.add_argument("--skip-sizes", action="store_true", help="no size sweep, no first call")
+    ap.add_argument("--skip-check", action="store_true", help="no bcast check timings")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bcast-bench-") as tmpdir:
@@ -109,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         ops = None if args.skip_ops else run_ops(args, tmp)
         shapes = None if args.skip_shapes else run_shapes(args, tmp)
         sizes = None if args.skip_sizes else run_sizes(args, tmp)
+        check = None if args.skip_check else run_check(args, tmp)
 
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -119,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         "ops": ops,
         "shapes": shapes,
         "sizes": sizes,
+        "check": check,
     }
     (out / "benchmarks.json").write_text(json.dumps(combined, indent=1) + "\n")
     render.render(
@@ -127,11 +149,13 @@ def main(argv: list[str] | None = None) -> int:
         markdown=out / "benchmarks.md",
         png=out / "benchmarks.png" if ops or sizes else None,
         sizes=sizes,
+        check=check,
     )
     print(f"wrote {out / 'benchmarks.md'}, benchmarks.png, benchmarks.json", file=sys.stderr)
     failed = (
         (ops is None and not args.skip_ops)
         or (sizes is None and not args.skip_sizes)
+        or (check is None and not args.skip_check)
         or (shapes is None and not args.skip_shapes and (HERE / "bench_shapes.py").exists())
     )
     return 1 if failed else 0

@@ -260,3 +260,20 @@ def test_check_models_bench_times_both_processes_and_writes_its_summary(tmp_path
     assert row["bcast_s"] > 0 and row["peer_s"] > 0
     assert abs(result["summary"]["median_ratio"] - row["bcast_s"] / row["peer_s"]) < 0.01
     assert "| bcast / peer |" in done.stdout
+
+
+def test_the_check_section_says_whether_the_targets_are_met() -> None:
+    rows = [
+        {"model": "a.onnx", "peer": "onnxruntime session", "bcast_s": 0.3, "peer_s": 0.1,
+         "ratio": 3.0},
+        {"model": "b.xml", "peer": "openvino compile", "bcast_s": 0.2, "peer_s": 0.4,
+         "ratio": 0.5},
+    ]  # fmt: skip
+    summary = {"models": 2, "repeat": 3, "median_ratio": 1.75, "worst_ratio": 3.0,
+               "worst_model": "a.onnx"}  # fmt: skip
+    large = {"nodes": 30000, "repeat": 3, "rows": [{"name": "bcast.check", "seconds": 1.5}]}
+    text = R.render_markdown(None, None, None, check={"models": {"rows": rows, "summary": summary},
+                                                      "large": large})  # fmt: skip
+    assert "median ratio 1.75, worst 3.00" in text and "**not met**" in text
+    assert "| `b.xml` | openvino compile | 0.200 s | 0.400 s | 0.50 |" in text
+    assert "30,000-node" in text and "under 2 s, **met**" in text
