@@ -1,19 +1,21 @@
 """``check``, ``domain`` and ``verify`` on what people deploy (issue 37, item 7).
 
 The fixtures in ``tests/fixtures/deployed/`` were made by ``tools/real_models/deployed.py``:
-onnxruntime-quantized (QDQ, QOperator, dynamic), onnxruntime transformer-optimizer output,
-NNCF int8/int4 OpenVINO IR, a GPT-2 with a KV cache, U-Nets and a segmentation net with
-dynamic H/W, a diffusers UNet and VAE decoder, SSDlite, LSTM/GRU, Mamba, an onnxscript
-model with model-local functions, nn.MultiheadAttention by the TorchScript exporter, and
-opsets 7 and 23. Each mutant carries one bug whose node is known from its construction and
-which the runtimes reject (``rejected_by`` in the manifest, measured).
+onnxruntime-quantized (QDQ, QOperator, dynamic, MatMulNBits and blocked DequantizeLinear),
+onnxruntime transformer-optimizer output, NNCF int8/int4 weight-compressed and FakeQuantize
+OpenVINO IR, a GPT-2 with a KV cache, two U-Nets and a segmentation net with dynamic H/W, a
+diffusers UNet and VAE decoder, SSDlite, LSTM/GRU, Mamba, an onnxscript model with
+model-local functions, nn.MultiheadAttention by the TorchScript exporter, opsets 7 to 23.
+Each mutant carries one bug whose node is known from its construction and which the
+runtimes reject (``rejected_by`` in the manifest, measured).
 
 Domain probes run the runtime itself (onnxruntime for ONNX, OpenVINO for IR) in a child
-process with a timeout, just inside and just outside every range bcast's domain prints and
-at the manifest's probe points, and compare with bcast's verdict at that point
-(``Domain.first_failure``); ``check`` with the dims bound to each probe point (the ``--dim``
-path) must have an error exactly where the runtime failed (its verdict measured by
-deployed.py, in the manifest's ``probe_results``). None of the expectations comes from bcast.
+process with a timeout, just inside and just outside every range bcast's domain prints, at
+sizes 1, 3 and 65 of every dim it calls "any", and at the manifest's probe points, and
+compare with bcast's verdict at that point (``Domain.first_failure``); ``check`` with the
+dims bound to each probe point (the ``--dim`` path) must have an error exactly where the
+runtime failed (its verdict measured by deployed.py, in the manifest's ``probe_results``).
+None of the expectations comes from bcast.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ PROBE = ROOT / "tools" / "real_models" / "probe.py"
 MANIFEST: dict[str, Any] = json.loads((HERE / "manifest.json").read_text())
 FILES: dict[str, Any] = MANIFEST["files"]
 
-# What bcast gets wrong today (issue 37), each measured: the test fails without its mark.
-# Engineers A and B are fixing these; a strict xfail fails loudly once the fix lands.
+# What bcast still gets wrong on the corpus (issue 37), each measured, with its reason: the
+# test fails without its mark, and a strict xfail fails loudly once the fix lands. None is
+# open now (the last ones were fixed on 2026-11-27); a new fixture that finds one adds it here.
 XFAIL_VALID: dict[str, str] = {}
 XFAIL_MUTANT: dict[str, str] = {}
 XFAIL_PROBE: dict[str, str] = {}
