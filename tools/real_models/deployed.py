@@ -1,11 +1,12 @@
 """Build the deployed-model fixtures in tests/fixtures/deployed/ (issue 37; not run by CI).
 
 What people deploy, tiny and with random weights (tools/real_models/deployed_models.py):
-onnxruntime-quantized QDQ / QOperator / dynamic models, onnxruntime transformer-optimizer
-output (com.microsoft ops), NNCF-compressed OpenVINO IR (int8, int4 groups), a GPT-2 with a
-KV cache, U-Nets and a segmentation net with dynamic H/W, a diffusers UNet and VAE decoder,
-SSDlite (If/Loop), LSTM/GRU, Mamba, an onnxscript model with model-local functions,
-nn.MultiheadAttention by the TorchScript exporter, and opsets 7 and 23.  Each valid model
+onnxruntime-quantized QDQ / QOperator / dynamic / MatMulNBits (4-bit blocks, also as blocked
+DequantizeLinear) models, onnxruntime transformer-optimizer output (com.microsoft ops),
+NNCF-compressed OpenVINO IR (int8, int4 groups, FakeQuantize), a GPT-2 with a KV cache,
+U-Nets and a segmentation net with dynamic H/W, a diffusers UNet and VAE decoder, SSDlite
+(If/Loop), LSTM/GRU, Mamba, an onnxscript model with model-local functions,
+nn.MultiheadAttention by the TorchScript exporter, opsets 7 to 23.  Each valid model
 has one-bug mutants (an initializer or IR Const one short, an attribute off by one), and
 every file is run by the peers (tools/real_models/peers.py) at its default sizes, the
 valid ones also at the probe points (tools/real_models/probe.py).  All verdicts, the
