@@ -341,3 +341,21 @@ def test_merge_into_rejects_zero_onto_one() -> None:
 
 def test_dim_is_exported_from_the_package() -> None:
     assert bcast.Dim is Dim
+
+
+def test_plans_of_shape_objects_are_cached_and_stay_exact() -> None:
+    # A model checks the same symbolic broadcast ([batch,seq,64] + [64]) at every layer: the
+    # rule runs once. A cached plan never answers for other dims or for a bool dim.
+    a, b = bcast.Shape.parse("[batch,seq,64]"), bcast.Shape((64,))
+    first = bcast.plan(a, b)
+    assert bcast.plan(bcast.Shape.parse("[batch,seq,64]"), bcast.Shape((64,))) is first
+    assert str(first.output) == "[batch,seq,64]"
+    other = bcast.plan(bcast.Shape.parse("[batch,seq,1]"), bcast.Shape((64,)))
+    assert other is not first and str(other.output) == "[batch,seq,64]"
+    assert str(bcast.plan(bcast.Shape.parse("[N,1]"), bcast.Shape.parse("[M]")).output) == "[N,M]"
+    with pytest.raises(BroadcastError):
+        bcast.plan(bcast.Shape((3,)), bcast.Shape((4,)))
+    with pytest.raises(BroadcastError):  # once more: an error is never cached as a plan
+        bcast.plan(bcast.Shape((3,)), bcast.Shape((4,)))
+    with pytest.raises(TypeError):
+        bcast.plan((True,), (2,))

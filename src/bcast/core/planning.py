@@ -33,8 +33,8 @@ def plan(
 
     Same arguments as `broadcast_shapes`, and ``labels``: the operands' names in the
     messages and pictures of a `BroadcastError` (default: by role, ``A``/``B``,
-    ``data``/``target`` or ``#0``, ``#1``...). Plans of static shapes given as tuples of
-    ints are cached, so the rule runs once per distinct call.
+    ``data``/``target`` or ``#0``, ``#1``...). Plans of shapes given as tuples of ints or
+    as `Shape` objects are cached, so the rule runs once per distinct call.
 
     Examples
     --------
@@ -81,8 +81,9 @@ def _cacheable(shapes: tuple[object, ...], axis: object, axes_mapping: object) -
     A cache hit alone is not enough: ``(True,)`` and ``(2.0,)`` hash and compare equal to
     ``(1,)`` and ``(2,)``, ``axis=True`` or ``axis=1.0`` to ``axis=1``, and ``(True,)`` to
     ``(1,)`` as ``axes_mapping``; they must raise TypeError, not return a cached plan. So
-    only shapes that are tuples of plain ints (and a plain int axis, a tuple of them as
-    axes_mapping) are cached. This runs on every repeated call: one function, plain loops.
+    only shapes that are tuples of plain ints or `Shape` objects (and a plain int axis, a
+    tuple of them as axes_mapping) are cached. This runs on every repeated call: one
+    function, plain loops.
     """
     if type(axis) is not int:
         return False
@@ -91,6 +92,8 @@ def _cacheable(shapes: tuple[object, ...], axis: object, axes_mapping: object) -
     ):
         return False
     for s in shapes:
+        if type(s) is Shape:
+            continue  # immutable, its dims checked when it was made (a model's [batch,seq,64])
         if type(s) is not tuple:
             return False
         for d in s:
