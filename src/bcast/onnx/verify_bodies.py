@@ -10,14 +10,16 @@ function the inliner refused stays listed, each of its broadcasting nodes with w
 
 Examples
 --------
->>> from onnx import TensorProto, helper
+>>> import numpy as np
+>>> from onnx import TensorProto, helper, numpy_helper
+>>> bias = helper.make_node("Constant", [], ["b"], value=numpy_helper.from_array(np.ones(4)))
 >>> add = helper.make_node("Add", ["x", "b"], ["y"], name="add")
 >>> branch = helper.make_graph(
-...     [add], "then", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+...     [bias, add], "then", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
 >>> node = helper.make_node("If", ["c"], ["out"], name="if", then_branch=branch,
 ...                         else_branch=branch)
->>> len(list(graph_protos(helper.make_graph([node], "g", [], []))))
-3
+>>> sorted(constant_tensors(helper.make_model(helper.make_graph([node], "g", [], []))))
+['b']
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from bcast.core.shape import Shape
 from bcast.models import Graph, Node, propagate_shapes
 from bcast.models.isolation import IsolationError
 from bcast.models.rules_base import broadcasting
+from bcast.onnx._integrity import graphs
 from bcast.onnx.peer import infer_isolated
 
-__all__ = ["BodyNode", "body_nodes", "constant_tensors", "elem_types", "graph_protos"]
+__all__ = ["BodyNode", "body_nodes", "constant_tensors", "elem_types"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,22 +55,10 @@ class BodyNode:
     why: str = ""
 
 
-def graph_protos(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """Yield ``graph`` and every graph its nodes hold (If branches, Loop and Scan bodies)."""
-    yield graph
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from graph_protos(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for g in attr.graphs:
-                    yield from graph_protos(g)
-
-
 def constant_tensors(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
     """Return every initializer and ``Constant`` value of the model and of its bodies."""
     found: dict[str, onnx.TensorProto] = {}
-    for graph in graph_protos(model.graph):
+    for graph in graphs(model.graph):
         found.update((init.name, init) for init in graph.initializer)
         for node in graph.node:
             if node.op_type == "Constant" and node.output:
@@ -89,7 +80,7 @@ def elem_types(model: onnx.ModelProto) -> dict[str, int]:
     except Exception:  # the peer giving up only costs us the types
         inferred = model
     types: dict[str, int] = {}
-    for graph in graph_protos(inferred.graph):
+    for graph in graphs(inferred.graph):
         for info in [*graph.input, *graph.value_info, *graph.output]:
             if info.type.HasField("tensor_type") and info.type.tensor_type.elem_type:
                 types.setdefault(info.name, info.type.tensor_type.elem_type)
