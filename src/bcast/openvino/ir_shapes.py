@@ -28,7 +28,7 @@ from bcast.core.expressions import Expr
 from bcast.core.shape import Shape, more_named
 from bcast.models import Graph, ModelError, Node, propagate_shapes
 from bcast.models.lost_dims import mark_lost
-from bcast.openvino.ir_spatial import IR_SPATIAL, ir_spatial
+from bcast.openvino.ir_spatial import IR_SPATIAL, ints, ir_spatial
 
 __all__ = ["Value", "ir_shapes", "refine_ir", "track_values"]
 
@@ -148,16 +148,6 @@ def refine_ir(graph: Graph, data: Mapping[str, Mapping[str, str]]) -> None:
     mark_lost(graph)  # the layers past which dims are not computed (the coverage lists them)
 
 
-def _ints(text: str | None, default: list[int] | None = None) -> list[int] | None:
-    """Read a list attribute (``"2, 2"``); ``default`` where absent, None where malformed."""
-    if text is None:
-        return default
-    try:
-        return [int(v) for v in text.replace(" ", "").split(",") if v]
-    except ValueError:
-        return None
-
-
 def _windowed(
     op: str, data: Mapping[str, str], inputs: Sequence[Shape], expressions: dict[str, Expr]
 ) -> Shape | None:
@@ -180,12 +170,12 @@ def _windowed(
         first = w.dims[:2] if grouped else w.dims[:1]
         channels = Dim(first[0].lo * first[-1].lo) if all(d.is_static for d in first) else None
     else:
-        kernel = _ints(data.get("kernel"))
+        kernel = ints(data.get("kernel"))
         channels = x.dims[1]
-    strides = _ints(data.get("strides"), [1] * spatial)
-    dilations = _ints(data.get("dilations"), [1] * spatial)
-    begin = _ints(data.get("pads_begin"), [0] * spatial)
-    end = _ints(data.get("pads_end"), [0] * spatial)
+    strides = ints(data.get("strides"), [1] * spatial)
+    dilations = ints(data.get("dilations"), [1] * spatial)
+    begin = ints(data.get("pads_begin"), [0] * spatial)
+    end = ints(data.get("pads_end"), [0] * spatial)
     auto_pad = data.get("auto_pad", "explicit").lower()
     if auto_pad not in ("explicit", "notset", "valid", "same_upper", "same_lower"):
         return None

@@ -19,7 +19,7 @@ from bcast.core.shape import Shape
 from bcast.core.spatial import ceil_window_dim, range_length, transposed_window_dim
 from bcast.models import Node
 
-__all__ = ["IR_SPATIAL", "ir_spatial"]
+__all__ = ["IR_SPATIAL", "ints", "ir_spatial"]
 
 Value = tuple[Dim | int, ...]
 
@@ -32,7 +32,12 @@ IR_SPATIAL: Final = frozenset(
 """The layers `ir_spatial` sizes (pooling only where it rounds up)."""
 
 
-def _ints(text: str | None, default: list[int]) -> list[int] | None:
+def ints(text: str | None, default: list[int] | None = None) -> list[int] | None:
+    """Read an IR list attribute (``"2, 2"``); ``default`` where absent, None if malformed.
+
+    >>> ints("2, 2"), ints(None, [1]), ints("2,x")
+    ([2, 2], [1], None)
+    """
     if text is None:
         return default
     try:
@@ -77,7 +82,7 @@ def ir_spatial(
         found = _ceil_pool(data, x, rounding == "ceil_torch", expressions)
         return [found] * len(node.outputs)
     if op in ("DepthToSpace", "SpaceToDepth"):
-        block = _ints(data.get("block_size"), [0])
+        block = ints(data.get("block_size"), [0])
         return [_space_depth(op, block[0] if block else 0, x, expressions)]
     if op == "Pad" and len(ins) > 2:
         return [_pad(x, ins[1], ins[2], expressions)]
@@ -116,11 +121,11 @@ def _backprop(
         return None
     kernel = [d.lo for d in w.dims[-spatial:]]
     out_channels = w.dims[0].lo * w.dims[2].lo if grouped else w.dims[1].lo
-    strides = _ints(data.get("strides"), [1] * spatial)
-    dilations = _ints(data.get("dilations"), [1] * spatial)
-    begin = _ints(data.get("pads_begin"), [0] * spatial)
-    end = _ints(data.get("pads_end"), [0] * spatial)
-    extra = _ints(data.get("output_padding"), [0] * spatial)
+    strides = ints(data.get("strides"), [1] * spatial)
+    dilations = ints(data.get("dilations"), [1] * spatial)
+    begin = ints(data.get("pads_begin"), [0] * spatial)
+    end = ints(data.get("pads_end"), [0] * spatial)
+    extra = ints(data.get("output_padding"), [0] * spatial)
     auto_pad = data.get("auto_pad", "explicit").lower()
     lists = (strides, dilations, begin, end, extra)
     if any(v is None or len(v) != spatial for v in lists):
@@ -156,11 +161,11 @@ def _ceil_pool(
     the padded input (OpenVINO infers both so).
     """
     spatial = (x.rank or 0) - 2
-    kernel = _ints(data.get("kernel"), [])
-    strides = _ints(data.get("strides"), [1] * spatial)
-    dilations = _ints(data.get("dilations"), [1] * spatial)
-    begin = _ints(data.get("pads_begin"), [0] * spatial)
-    end = _ints(data.get("pads_end"), [0] * spatial)
+    kernel = ints(data.get("kernel"), [])
+    strides = ints(data.get("strides"), [1] * spatial)
+    dilations = ints(data.get("dilations"), [1] * spatial)
+    begin = ints(data.get("pads_begin"), [0] * spatial)
+    end = ints(data.get("pads_end"), [0] * spatial)
     if data.get("auto_pad", "explicit").lower() not in ("explicit", "notset"):
         return None
     lists = (kernel, strides, dilations, begin, end)
