@@ -105,3 +105,29 @@ def test_a_model_whose_dims_are_all_computed_lists_nothing() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     report = bcast.check(model)
     assert report.unmodelled == () and report.findings == ()
+
+
+def test_an_old_dropouts_mask_has_its_datas_shape_and_is_not_listed() -> None:
+    # ONNX's inference leaves Dropout-9's mask unknown (onnx's own light_vgg19 and
+    # light_squeezenet hold such nodes); onnxruntime gives it the data's shape.
+    nodes = [
+        helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop", ratio=0.5),
+        helper.make_node("Add", ["y", "b"], ["out"], name="bias"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [
+            helper.make_tensor_value_info("out", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("mask", TensorProto.FLOAT, None),  # T before 12
+        ],
+        [numpy_helper.from_array(np.ones(8, np.float32), "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    _, mask = session.run(None, {"x": np.ones((1, 8), np.float32)})
+    assert mask.shape == (1, 8)
+    report = bcast.check(model)
+    assert report.unmodelled == () and report.findings == ()

@@ -96,12 +96,14 @@ def is_lost(node: Node) -> bool:
     return node.unmodelled.startswith((_RUN_TIME, _NOT_COMPUTED))
 
 
-def mark_lost(graph: Graph) -> None:
+def mark_lost(graph: Graph, derived: Mapping[str, Shape] | None = None) -> None:
     """Name the nodes of ``graph`` that lose a dim: exact inputs, a ``?`` in an output.
 
     Each gets ``unmodelled`` set to `why_lost`'s reason (a node already unmodelled keeps
     its reason). The shapes read are the graph's own (inputs, weights) and each node's
-    ``output_shapes``, as the reader left them.
+    ``output_shapes``, as the reader left them, where ``derived`` (the shapes bcast's own
+    rules gave, as `bcast.onnx.refine` found them) knows no better: an old Dropout's mask,
+    which ONNX's inference leaves unknown, has its data's shape.
 
     Examples
     --------
@@ -114,6 +116,9 @@ def mark_lost(graph: Graph) -> None:
     values: dict[str, Shape] = dict(graph.shapes)
     for node in graph.nodes:
         values.update(zip(node.outputs, node.output_shapes, strict=False))
+    for name, shape in (derived or {}).items():
+        if not _known(values.get(name)) and _known(shape):
+            values[name] = shape
     nodes = []
     for node in graph.nodes:
         lost = (
@@ -121,9 +126,7 @@ def mark_lost(graph: Graph) -> None:
             and any(node.inputs)  # an IR Parameter's dims are the user's
             and (node.rule is None or (node.rule is Rule.OPERATOR and node.domain in _ONNX))
             and all(_known(values.get(i)) for i in node.inputs if i)
-            and any(
-                n and not _known(s) for n, s in zip(node.outputs, node.output_shapes, strict=False)
-            )
+            and any(n and not _known(values.get(n)) for n in node.outputs)
         )
         nodes.append(replace(node, unmodelled=why_lost(node, values)) if lost else node)
     graph.nodes = nodes

@@ -113,6 +113,8 @@ def own_shapes(
         return present_shapes(proto, inputs, expressions)
     if proto.domain not in DEFAULT_DOMAINS or not inputs:
         return None
+    if op == "Dropout":  # its mask (output 1) has the data's shape too
+        return [inputs[0]] * len(proto.output)
     if op in _KEEPS_SHAPE:
         return [inputs[0]]
     if op == "Transpose":

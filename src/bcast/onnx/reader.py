@@ -159,6 +159,7 @@ class _Reader:
         original = list(main.value_info)
         outputs = [o.SerializeToString() for o in main.output]  # with_shapes writes into them
         seeded: set[str] = set()
+        derived: dict[str, Shape] = {}  # what bcast's own rules sized, round by round
         try:
             for round_ in range(_REFINE_ROUNDS + 1):
                 inferred, probes = infer_with_claims(self.model, seeded)
@@ -170,7 +171,8 @@ class _Reader:
                 # ONNX's inference goes on from what bcast knows (see bcast.onnx.refine).
                 with_shapes(main, better, elem_types(main, peer), graph.expressions)
                 seeded.update(better)
-            mark_lost(graph)  # the nodes past which dims are not computed (coverage)
+                derived.update(better)
+            mark_lost(graph, derived)  # the nodes past which dims are not computed (coverage)
             return graph
         finally:  # the model is left as it came
             del main.value_info[:]
