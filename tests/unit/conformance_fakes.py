@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import onnx
+import pytest
 from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
@@ -157,3 +158,20 @@ class Sleeper(Honest):
 
         time.sleep(60)
         return super().run(model, inputs, config=config, path=path)
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fake runtimes installed into a folder, as a third party's package would be."""
+    folder = tmp_path_factory.mktemp("plugins")
+    install(folder)
+    return folder
+
+
+@pytest.fixture
+def registered(plugins: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fake runtimes, visible to this process and to the kit's worker processes."""
+    monkeypatch.syspath_prepend(str(plugins))
+    path = [str(plugins), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
+    return plugins

@@ -25,21 +25,8 @@ from bcast.onnx.conformance.report import clusters, write_repro, write_suite
 sys.path.insert(0, str(Path(__file__).parent))
 import conformance_fakes
 
-
-@pytest.fixture(scope="module")
-def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("plugins")
-    conformance_fakes.install(folder)
-    return folder
-
-
-@pytest.fixture
-def registered(plugins: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The fake runtimes, visible to this process and to the kit's worker processes."""
-    monkeypatch.syspath_prepend(str(plugins))
-    path = [str(plugins), *filter(None, [__import__("os").environ.get("PYTHONPATH")])]
-    monkeypatch.setenv("PYTHONPATH", __import__("os").pathsep.join(path))
-    return plugins
+plugins = conformance_fakes.plugins  # the fixtures, shared with the other conformance tests
+registered = conformance_fakes.registered
 
 
 def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:

@@ -21,20 +21,8 @@ from bcast.cli._output import load_schema
 sys.path.insert(0, str(Path(__file__).parent))
 import conformance_fakes
 
-
-@pytest.fixture(scope="module")
-def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("plugins")
-    conformance_fakes.install(folder)
-    return folder
-
-
-@pytest.fixture
-def registered(plugins: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.syspath_prepend(str(plugins))
-    path = [str(plugins), *filter(None, [os.environ.get("PYTHONPATH")])]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
-    return plugins
+plugins = conformance_fakes.plugins  # the fixtures, shared with the other conformance tests
+registered = conformance_fakes.registered
 
 
 def run(*args: str) -> Result:
