@@ -20,7 +20,6 @@ from bcast.core.planning import plan
 from bcast.core.shape import Shape, informative
 from bcast.models.condition_sets import decided_conditions
 from bcast.models.domain import (
-    ArithmeticRecord,
     BoundRecord,
     CountRecord,
     IndexRecord,
@@ -129,10 +128,13 @@ def collect_other(
             records.append(BoundRecord(node.name, node.op, positions[1], positions[0], size.lo))
         elif positions is None and informative(size):
             largest = _largest(node.inputs[1], graph, producers or {}, values, 0)
-            if largest is not None and largest.symbols:
+            picked = graph.constants.get(node.inputs[1])
+            if picked and min(picked) < 0:  # -k reads row size - k: k rows, as index k - 1
+                largest = Expr("int", value=max(max(picked), -min(picked) - 1))
+            # Indices computed from dims, or constant ones on an axis of symbolic size
+            # (Mamba's last-step x[:, 7] at seq 1): as many rows as the largest needs.
+            if largest is not None and (largest.symbols or not size.is_static):
                 records.append(IndexRecord(node.name, node.op, plus(largest, 1), size))
-            else:
-                _constant_indices(node, graph, axis, size, records)
 
 
 # ONNX's and the OpenVINO IR's windowed operators (their outputs sized in bcast.onnx.own_shapes
@@ -254,27 +256,6 @@ def _largest(
         return None
     count = expr_of(found[1], graph.expressions)
     return None if count is None else plus(count, found[0] - 1)
-
-
-def _constant_indices(
-    node: Node, graph: Graph, axis: int, size: Dim, records: list[Record]
-) -> None:
-    """Require an axis of symbolic size to hold a Gather's constant indices (``x[:, -1]``).
-
-    Index ``k`` needs ``size > k``; a negative ``k`` counts from the end and needs
-    ``size >= -k``. onnxruntime refuses an index outside (Mamba's ``Gather`` of the last
-    step at ``seq = 1``).
-    """
-    picked = graph.constants.get(node.inputs[1])
-    bound = expr_of(size, graph.expressions)
-    if not picked or bound is None or not bound.symbols:
-        return
-    top, bottom = max(picked), min(picked)
-    need, index = (top + 1, top) if top + 1 >= -bottom else (-bottom, bottom)
-    reason = f"index {index} on axis {axis} needs {bound} >= {need}"
-    records.append(
-        ArithmeticRecord(node.name, node.op, bound, ">=", Expr("int", value=need), reason)
-    )
 
 
 def _range_of(
