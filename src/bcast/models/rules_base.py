@@ -37,6 +37,7 @@ __all__ = [
     "equal",
     "last",
     "one_way",
+    "times",
 ]
 
 Operands = Sequence[Shape]
@@ -168,6 +169,15 @@ def ceil_div(dim: Dim, by: int) -> Dim:
     if dim.is_static and dim.lo is not None and by > 0:
         return Dim(-(-dim.lo // by))
     return Dim.unknown()
+
+
+def times(k: int, dim: Dim) -> Dim:
+    """Return ``k * dim``: exact for a static dim and ``k > 0``, else unknown.
+
+    >>> times(4, Dim(8)), times(4, Dim.symbol("H"))
+    (Dim(32), Dim(0, None))
+    """
+    return Dim(k * dim.lo) if k > 0 and dim.is_static and dim.lo is not None else Dim.unknown()
 
 
 def last(shape: Shape, back: int = 1) -> Dim | None:

@@ -42,6 +42,7 @@ from bcast.models.rules_base import (
     ints,
     last,
     one_way,
+    times,
 )
 from bcast.models.rules_quant import MICROSOFT_QUANT_RULES, QUANT_RULES, one_element
 
@@ -199,7 +200,7 @@ def _multi_head(node: Node, shapes: Operands) -> Outcome:
     heads = attr(node, "num_heads", 0)
     errors = _heads(node, last(q), "the query hidden size") if q.rank == 3 else []
     if q.rank == 5 and k is None:  # packed q, k, v: [B,S,N,3,H]
-        width = _times(heads, q.dims[4])
+        width = times(heads, q.dims[4])
         return Outcome((), Shape((q.dims[0], q.dims[1], width)), errors=tuple(errors))
     if q.rank != 3 or k is None:
         return Outcome(errors=tuple(errors))
@@ -207,7 +208,7 @@ def _multi_head(node: Node, shapes: Operands) -> Outcome:
     if k.rank == 5 and v is None:  # packed k, v: [B,L,N,2,H]
         context = f"MultiHeadAttention query {q}, packed key {k}: batch sizes must be equal; "
         found = [equal("query", dims_of(b), "key", dims_of(k.dims[0]), context + _ORT)]
-        return Outcome(tuple(found), Shape((b, q.dims[1], _times(heads, k.dims[4]))), ())
+        return Outcome(tuple(found), Shape((b, q.dims[1], times(heads, k.dims[4]))), ())
     if v is None or k.rank != v.rank or k.rank not in (3, 4):
         return Outcome(errors=tuple(errors))
     if k.rank == 4:  # BNSH: [B,N,L,H], the cross attention's cached key and value
@@ -220,7 +221,7 @@ def _multi_head(node: Node, shapes: Operands) -> Outcome:
         if heads > 0:
             context = f"MultiHeadAttention key {k} must have num_heads={heads}; " + _ORT
             found.append(equal("num_heads", dims_of(heads), "heads", dims_of(k.dims[1]), context))
-        return Outcome(tuple(found), Shape((b, q.dims[1], _times(heads, v.dims[3]))), ())
+        return Outcome(tuple(found), Shape((b, q.dims[1], times(heads, v.dims[3]))), ())
     dv = v.dims[2]
     context = f"MultiHeadAttention query {q}, key {k}: batch and hidden sizes must be equal; "
     found = [
@@ -234,11 +235,6 @@ def _multi_head(node: Node, shapes: Operands) -> Outcome:
         context = f"MultiHeadAttention bias {bias} must be 1-D of query + key + value widths; "
         found.append(equal("q+k+v", dims_of(width), "bias", bias, context + _ORT))
     return Outcome(tuple(found), Shape((b, q.dims[1], dv)), errors=tuple(errors))
-
-
-def _times(heads: int, size: Dim) -> Dim:
-    """Return ``heads * size`` for a static head size (unknown otherwise)."""
-    return Dim(heads * size.lo) if heads > 0 and size.is_static else Dim.unknown()
 
 
 def _group_query(node: Node, shapes: Operands) -> Outcome:

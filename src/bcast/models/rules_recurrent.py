@@ -37,7 +37,16 @@ from typing import Final
 from bcast.core.dim import Dim
 from bcast.core.shape import Shape
 from bcast.models.graph import Node
-from bcast.models.rules_base import Constraint, Operands, Outcome, RuleFunction, at, attr, equal
+from bcast.models.rules_base import (
+    Constraint,
+    Operands,
+    Outcome,
+    RuleFunction,
+    at,
+    attr,
+    equal,
+    times,
+)
 
 __all__ = ["RECURRENT_RULES"]
 
@@ -46,12 +55,8 @@ _UNKNOWN: Final = Dim.unknown()
 
 
 def _times(dim: Dim, k: int) -> Dim:
-    """Return ``k * dim`` for a static dim (k itself for k = 1), else an unknown dim."""
-    if k == 1:
-        return dim
-    if dim.is_static and dim.lo is not None:
-        return Dim(k * dim.lo)
-    return Dim.unknown()
+    """Return ``k * dim`` (``dim`` itself for one gate, symbolic or not)."""
+    return dim if k == 1 else times(k, dim)
 
 
 def _recurrent(node: Node, shapes: Operands) -> Outcome:
