@@ -140,3 +140,21 @@ def test_an_interrupt_ends_the_run_and_its_workers_at_once(registered: Path) -> 
             proc.kill()
     assert proc.returncode == 130, err
     assert time.monotonic() - start < 10  # not after the batches' minutes
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_an_out_that_cannot_take_the_files_is_refused_before_the_run(
+    registered: Path, tmp_path: Path, where: str
+) -> None:
+    target = tmp_path / "report"
+    if where == "a file":
+        target.write_text("x")
+    else:
+        (tmp_path / "f").write_text("x")
+        target = tmp_path / "f" / "report"
+    result = run("--runtime", "shaper", "--ops", "Sub", "--limit", "10", "--out", str(target),
+                 "--json")  # fmt: skip
+    assert result.exit_code == 2
+    assert "ran" not in result.stderr  # refused before any case ran
+    assert len(result.stderr.strip().splitlines()) == 1 and "--out" in result.stderr
+    assert json.loads(result.stdout)["error"]["kind"] == "usage"

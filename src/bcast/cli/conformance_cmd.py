@@ -175,6 +175,10 @@ def conformance(
     wanted = _split(runtimes)
     if wanted is not None and not wanted:
         _usage(f"--runtime takes a comma-separated list; got {runtimes!r}", fmt)
+    if out is not None:  # before the run, which may take minutes
+        problem = _unwritable(out)
+        if problem:
+            _usage(f"--out {safe_text(out)}: {problem}", fmt)
     progress = _progress(show=fmt != "json")
     try:
         kit = run_kit(
@@ -185,7 +189,10 @@ def conformance(
         _usage(f"--runtime: {err}", fmt)
     found = clusters(kit)
     if out is not None:
-        _write(out, kit, found)
+        try:
+            _write(out, kit, found)
+        except OSError as err:  # the folder went away or filled up during the run
+            _usage(f"--out {safe_text(out)}: {err.strerror or err}", fmt)
     if fmt == "json":
         emit_json(kit_json(kit, found, dropped=len(kit.dropped)))
     elif fmt == "markdown":
@@ -221,6 +228,17 @@ def _progress(*, show: bool) -> Callable[[str, int, int], None]:
             click.echo(f"bcast conformance: ran {done} of {total} case runs", err=True)
 
     return tell
+
+
+def _unwritable(out: str) -> str:
+    """Say why ``out`` cannot take the report's files ("" where it can; it is made)."""
+    if os.path.lexists(out) and not os.path.isdir(out):
+        return "not a folder"
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as err:
+        return err.strerror or str(err)
+    return "" if os.access(out, os.W_OK | os.X_OK) else "not writable"
 
 
 def _write(out: str, kit: Kit, found: Sequence[Cluster]) -> None:
