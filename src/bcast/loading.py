@@ -1,25 +1,29 @@
 """Models by file type: the one place that picks the reader and the verifier for a path.
 
-OpenVINO IR for ``.xml``, ONNX otherwise (an ``onnx.ModelProto`` too). `check` is the Python
-form of ``bcast check``: ``bcast.check(path)`` as ``onnx.checker.check_model(path)``.
+OpenVINO IR for ``.xml``, ONNX otherwise (an ``onnx.ModelProto`` too). An ONNX file is
+parsed and read whole in the worker process of `bcast.models.isolation` (its limits bound
+the parse too) and its graph comes back pickled: ``bcast check`` never imports onnx itself.
+`check` is the Python form of ``bcast check``: ``bcast.check(path)`` as
+``onnx.checker.check_model(path)``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bcast.models import DEFAULT_MAX_ELEMENTS, Graph, ModelError, Report, Severity, check_graph
 from bcast.models.baseline import Baseline, fails, read_baseline
 from bcast.models.deviations import TARGETS
 from bcast.models.files import model_file_size
+from bcast.models.isolation import prestart, run_isolated
 from bcast.models.ranges import DimValue
 
 if TYPE_CHECKING:
     from bcast.models.verification import Verification
 
-__all__ = ["check", "is_ir", "load_graph", "verifier_for"]
+__all__ = ["check", "is_ir", "load_graph", "prestart_for", "verifier_for"]
 
 _EXTRA = {"onnx": "bcast[onnx]", "openvino": "bcast[openvino]"}
 
@@ -31,6 +35,28 @@ def is_ir(path: str) -> bool:
     (True, False)
     """
     return path.lower().endswith(".xml")
+
+
+_READERS = frozenset({"check", "verify", "domain"})
+"""The commands that read models through the isolated worker (`bcast.models.isolation`)."""
+
+
+def prestart_for(args: Sequence[str]) -> None:
+    """Start the worker that reads models now, if the command line ``args`` will read any.
+
+    ``args`` follow ``bcast``: the command, then its arguments. The worker imports the peer
+    library the named files need (ONNX for ``.onnx``, OpenVINO for ``.xml``) while the
+    command line loads; a command's own limits (``--max-memory``) restart it where they
+    ask for others. Other commands, and ``--help``, start nothing.
+    """
+    if not args or args[0] not in _READERS or {"-h", "--help"} & set(args):
+        return
+    kinds = tuple(
+        kind
+        for kind, suffixes in (("onnx", (".onnx",)), ("openvino", (".xml",)))
+        if any(a.lower().endswith(suffixes) for a in args[1:])
+    )
+    prestart(kinds)
 
 
 def _needs(path: str, what: str, package: str, err: ImportError) -> ModelError:
@@ -66,10 +92,16 @@ def load_graph(source: str | os.PathLike[str] | Any) -> Graph:
         except ImportError as err:
             raise _needs(path, "reading OpenVINO IR", "openvino", err) from None
         return read_ir(path)
-    try:
-        from bcast.onnx.reader import read_onnx
+    try:  # parsed and read whole in the worker: this process never imports onnx for it
+        return run_isolated("ONNX", "reading the model", _read_onnx_file, path, where=path)
     except ImportError as err:
         raise _needs(path, "reading ONNX", "onnx", err) from None
+
+
+def _read_onnx_file(path: str) -> Graph:
+    """Read an ONNX file with `bcast.onnx.reader.read_onnx`: what the worker runs."""
+    from bcast.onnx.reader import read_onnx
+
     return read_onnx(path)
 
 

@@ -520,13 +520,38 @@ class TestInstalledEntryPoint:
 
     def test_console_script_is_declared_and_runs(self) -> None:
         (script,) = entry_points(group="console_scripts", name="bcast")
-        assert script.value == "bcast.cli:main"
-        assert script.load() is main
+        assert script.value == "bcast.__main__:main"
+        from bcast.__main__ import main as script_main
+
+        assert script.load() is script_main
         exe = Path(sys.executable).with_name("bcast")
         if not exe.exists():
             pytest.skip("the bcast script is not installed next to this interpreter")
         proc = bcast_cli("shape", "[N,1,8]", "[1,4,?]", exe=(str(exe),))
         assert (proc.returncode, proc.stdout) == (0, "[N,4,8]\n")
+
+    def test_check_of_an_onnx_file_imports_neither_onnx_nor_numpy_here(self) -> None:
+        # the file is parsed and read in the worker (bcast.loading): this process, the one
+        # the user waits on, loads neither library, by the API nor by the command line
+        model = str(Path(__file__).parents[1] / "fixtures" / "real" / "resnet_torchscript.onnx")
+        code = (
+            "import atexit, sys\n"
+            "atexit.register(lambda: print(sorted({'onnx', 'numpy'} & set(sys.modules)),"
+            " file=sys.stderr))\n"
+            "import bcast\n"
+            "if sys.argv[1] == 'api':\n"
+            "    assert bcast.check(sys.argv[2]).nodes > 0\n"
+            "else:\n"
+            "    from bcast.__main__ import main\n"
+            "    sys.argv = ['bcast', 'check', sys.argv[2], '--json']\n"
+            "    main()\n"
+        )
+        for how in ("api", "cli"):
+            proc = subprocess.run(
+                [sys.executable, "-c", code, how, model], capture_output=True, text=True
+            )
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stderr.strip().splitlines()[-1] == "[]", (how, proc.stderr)
 
     def test_import_bcast_does_not_import_click_or_rich(self) -> None:
         code = "import sys, bcast; print(sorted({'click', 'rich'} & set(sys.modules)))"

@@ -24,7 +24,7 @@ import bcast
 from bcast import ops
 from bcast.cli import main
 from bcast.cli._model_options import parse_bytes
-from bcast.models.isolation import IsolationError, limits, run_isolated
+from bcast.models.isolation import IsolationError, in_worker, limits, run_isolated
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "hostile"
 F = TensorProto.FLOAT
@@ -247,6 +247,24 @@ def test_worker_crash_timeout_and_memory_are_one_line_errors():
 def test_worker_raises_what_the_call_raised():
     with pytest.raises(KeyError):
         run_isolated("P", "looking up", dict.__getitem__, {}, 40)
+
+
+def test_work_sent_whole_to_the_worker_runs_its_isolated_steps_in_place():
+    # reading an ONNX file goes to the worker whole; its ONNX inference runs there, in place
+    assert in_worker() is False
+    assert run_isolated("P", "asking", in_worker) is True
+    assert run_isolated("P", "nesting", run_isolated, "Q", "adding", max, 2, 3) == 3
+
+
+def test_memory_run_out_of_in_place_is_an_isolation_error_not_a_plain_exception():
+    # a step that takes other exceptions as "no answer" must not take this one so; and the
+    # error, raised by the call, comes back as it was said, without a second prefix
+    with (
+        limits(max_memory=2**30),
+        pytest.raises(IsolationError, match=r"^Q ran out of the memory limit of 1\.0 GiB"),
+    ):
+        run_isolated("P", "reading", run_isolated, "Q", "allocating", bytearray, 4 * 2**30,
+                     where="m.onnx")  # fmt: skip
 
 
 def test_sizes_parse():

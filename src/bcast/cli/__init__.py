@@ -17,6 +17,7 @@ from typing import Any, Final
 import click
 
 import bcast
+from bcast.loading import prestart_for
 
 from ._output import BcastGroup
 
@@ -31,26 +32,6 @@ _COMMANDS: Final[dict[str, tuple[str, str, str | None]]] = {
     "domain": (".domain_cmd", "domain", None),
     "conformance": (".conformance_cmd", "conformance", "conformance_skeleton"),
 }
-
-
-_READERS: Final = frozenset({"check", "verify", "domain"})
-"""The commands that read models through the isolated worker (`bcast.models.isolation`)."""
-
-
-def _prestart(args: list[str]) -> None:
-    """Start the worker that reads models now, importing the peer library the models need.
-
-    Its start then overlaps the import of the command and the parsing of the first model;
-    the command's own options (``--max-memory``) restart it where they ask for other limits.
-    """
-    kinds = tuple(
-        kind
-        for kind, suffixes in (("onnx", (".onnx",)), ("openvino", (".xml",)))
-        if any(a.lower().endswith(suffixes) for a in args)
-    )
-    from bcast.models.isolation import prestart
-
-    prestart(kinds)
 
 
 def _attribute(module: str, name: str) -> Any:
@@ -71,8 +52,7 @@ class _Commands(BcastGroup):
             close = difflib.get_close_matches(name, list(_COMMANDS), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             ctx.fail(f"No such command {name!r}.{hint}")
-        if name in _READERS and not {"-h", "--help"} & set(args):
-            _prestart(args[1:])
+        prestart_for(args)  # where `bcast.__main__` has not: click's test runner
         return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:

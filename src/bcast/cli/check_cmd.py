@@ -32,9 +32,9 @@ from bcast.models import (
 )
 from bcast.models.baseline import fails, fingerprint, write_baseline
 from bcast.models.deviations import TARGETS
+from bcast.models.dim_names import unused_dims
 from bcast.models.isolation import prestart
 from bcast.models.ranges import DimValue
-from bcast.models.verification import unused_dims
 
 from ._ci_formats import FORMATS, github_annotations, html_report, sarif_log
 from ._hook import not_ir

@@ -6,20 +6,22 @@ all the memory. `run_isolated` runs such a call in a worker process (a fresh int
 reused from call to call while it stays healthy) whose address space is capped with
 ``RLIMIT_AS`` and whose answer is awaited no longer than the time left. A crash, a memory
 exhaustion or a timeout becomes `IsolationError`, a `ModelError` of one line; the worker is
-then replaced for the next call. The limits of a run (`Limits`) are set for a ``with`` block
-(`limits`): the time limit is a deadline shared by every call inside the block (one model).
+then replaced for the next call. The limits of a run (`Limits`, from `bcast.models.limits`)
+are set for a ``with`` block (`limits`): the time limit is a deadline shared by every call
+inside the block (one model).
 The memory limit bounds the whole process tree, not the worker alone: while a call runs, the
 resident memory of this process and the worker together (`tree_resident`) is read every
 `WATCH_SECONDS`, and a worker that takes the tree past the limit is stopped as if it had run
 out of memory; the callers estimate their own allocations against what the tree has left.
-This module knows no model format.
+Inside the worker, `run_isolated` calls the function at once: work sent there whole (reading
+a model) runs its own isolated steps (ONNX shape inference) in place. This module knows no
+model format.
 """
 
 from __future__ import annotations
 
 import atexit
 import importlib
-import math
 import os
 import pickle
 import select
@@ -28,14 +30,20 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Callable
+from contextlib import suppress
 from typing import Any, Final, TypeVar
 
 from bcast.core.errors import show_bytes
 from bcast.models.graph import ModelError
+from bcast.models.limits import (
+    DEFAULT_TIMEOUT,
+    Limits,
+    current_limits,
+    default_max_memory,
+    limits,
+    time_left,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -44,6 +52,7 @@ __all__ = [
     "Limits",
     "current_limits",
     "default_max_memory",
+    "in_worker",
     "limits",
     "prestart",
     "run_isolated",
@@ -53,11 +62,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-DEFAULT_TIMEOUT: Final = 120.0
-"""Seconds a model's peer work may take (``--timeout``)."""
-MIN_MEMORY: Final = 2**30
-"""The default memory limit is never below this (OpenVINO alone maps about 0.6 GiB)."""
-MAX_DEFAULT_MEMORY: Final = 4 * 2**30
 _HEADER: Final = struct.Struct("!Q")
 _MAX_RLIMIT: Final = 2**63 - 1
 _SIGNALS: Final = {signal.SIGSEGV: "signal 11", signal.SIGKILL: "killed"}
@@ -98,100 +102,8 @@ def _with_worker(pid: int | None) -> int | None:
 _WATCHED: Final = _resident("self") is not None  # /proc tells resident memory here
 
 
-def default_max_memory() -> int:
-    """Return the default memory limit (``--max-memory``): a quarter of the available memory.
-
-    Never below 1 GiB nor above 4 GiB.
-
-    The available memory respects the cgroup limit of a container
-    (`bcast.engine.guard.available_memory`).
-
-    >>> 2**30 <= default_max_memory() <= 4 * 2**30
-    True
-    """
-    from bcast.engine.guard import available_memory  # the engine: only when asked
-
-    free = available_memory()
-    if free is None:
-        return MAX_DEFAULT_MEMORY
-    return max(MIN_MEMORY, min(MAX_DEFAULT_MEMORY, free // 4))
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The limits of the peer work on one model.
-
-    Attributes
-    ----------
-    timeout : float or None
-        Seconds for every isolated call on the model together (None: no time limit).
-    max_memory : int or None
-        Bytes of address space of the worker (None: the default, `default_max_memory`;
-        0: no limit).
-    """
-
-    timeout: float | None = DEFAULT_TIMEOUT
-    max_memory: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.timeout is not None and not 0 < self.timeout < math.inf:  # NaN fails too
-            raise ValueError(
-                f"timeout must be a finite number of seconds above 0; got {self.timeout}"
-            )
-        if self.max_memory is not None and not 0 <= self.max_memory <= _MAX_RLIMIT:
-            raise ValueError(
-                f"max_memory must be 0 (no limit) or at most 2**63-1 bytes; got {self.max_memory}"
-            )
-
-    def memory(self) -> int | None:
-        """Return the worker's memory cap in bytes (None: uncapped)."""
-        if self.max_memory is None:
-            return default_max_memory()
-        return self.max_memory or None
-
-
 class IsolationError(ModelError):
     """A peer library crashed, ran out of memory or time in the worker (one-line message)."""
-
-
-_current: ContextVar[tuple[Limits, float | None] | None] = ContextVar(
-    "bcast_isolation_limits", default=None
-)
-
-
-@contextmanager
-def limits(
-    timeout: float | None = DEFAULT_TIMEOUT, max_memory: int | None = None
-) -> Iterator[Limits]:
-    """Set the limits of the isolated calls in a ``with`` block (one model's work).
-
-    >>> with limits(timeout=5.0, max_memory=2**31) as chosen:
-    ...     current_limits() == chosen
-    True
-    """
-    chosen = Limits(timeout, max_memory)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    token = _current.set((chosen, deadline))
-    try:
-        yield chosen
-    finally:
-        _current.reset(token)
-
-
-def current_limits() -> Limits:
-    """Return the limits in force (the defaults outside a `limits` block)."""
-    found = _current.get()
-    return found[0] if found is not None else Limits()
-
-
-def _time_left() -> float | None:
-    found = _current.get()
-    if found is None:
-        return DEFAULT_TIMEOUT
-    chosen, deadline = found
-    if deadline is None:
-        return None
-    return max(deadline - time.monotonic(), 0.0) if chosen.timeout is not None else None
 
 
 class _Worker:
@@ -294,10 +206,11 @@ class _Worker:
 
 
 _worker: _Worker | None = None
+_serving: int | None = None  # in the worker: its memory cap in bytes (0: none)
 
 
 PRELOADS: Final = {
-    "onnx": ("bcast.onnx.peer",),
+    "onnx": ("bcast.onnx.reader",),
     "openvino": ("bcast.openvino.reader", "openvino"),
 }
 """What a worker may import before its first call, by the kind of model it will read."""
@@ -336,7 +249,8 @@ def run_isolated(
     """Call ``function(*args)`` in the worker process, under the limits in force.
 
     ``function`` and ``args`` must pickle (a module-level function); so must its value.
-    An exception it raises is raised here again.
+    An exception it raises is raised here again, as it was (``where`` is not added to it).
+    Called in the worker itself, it calls ``function`` there.
 
     Parameters
     ----------
@@ -366,16 +280,50 @@ def run_isolated(
     >>> run_isolated("Python", "adding", max, 2, 3)
     3
     """
+    if _serving is not None:  # this is the worker: the call is isolated already
+        return _run_here(peer, doing, function, args, _serving)
     try:
-        return _run(peer, doing, function, args)
+        kind, value = _run(peer, doing, function, args)
     except IsolationError as err:
         raise IsolationError(f"{where}: {err}" if where else str(err)) from None
+    if kind == "raise":  # what the function raised, as it said it
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
-def _run(peer: str, doing: str, function: Callable[..., T], args: tuple[Any, ...]) -> T:
+def in_worker() -> bool:
+    """Tell whether this process is the worker (where `run_isolated` calls directly).
+
+    >>> in_worker()
+    False
+    """
+    return _serving is not None
+
+
+def _run_here(
+    peer: str, doing: str, function: Callable[..., T], args: tuple[Any, ...], memory: int
+) -> T:
+    """Call ``function`` in this process, the worker, as the worker answers a call.
+
+    Running out of memory is an `IsolationError`, as it is where the parent asks, so that
+    a caller that takes other failures as "no answer" does not take this one so.
+    """
+    try:
+        return function(*args)
+    except MemoryError:
+        raise IsolationError(_memory_message(peer, doing, memory or None)) from None
+    except RuntimeError as err:  # C++ allocation failures arrive so
+        if "bad_alloc" in str(err):
+            raise IsolationError(_memory_message(peer, doing, memory or None)) from None
+        raise
+
+
+def _run(
+    peer: str, doing: str, function: Callable[..., Any], args: tuple[Any, ...]
+) -> tuple[str, Any]:
     global _worker
     chosen = current_limits()
-    left = _time_left()
+    left = time_left()
     if left is not None and left <= 0:
         raise IsolationError(_timeout_message(peer, doing, chosen.timeout))
     if _worker is not None and (_worker.asked != chosen.max_memory or not _worker.alive()):
@@ -385,10 +333,8 @@ def _run(peer: str, doing: str, function: Callable[..., T], args: tuple[Any, ...
     memory = _worker.memory
     payload = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
     kind, value = _worker.call(payload, left)
-    if kind == "ok":
-        return value  # type: ignore[no-any-return]
-    if kind == "raise":
-        raise value
+    if kind in ("ok", "raise"):
+        return kind, value
     shutdown()
     if kind == "timeout":
         raise IsolationError(_timeout_message(peer, doing, chosen.timeout))
@@ -440,8 +386,10 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
     separated, `PRELOADS`' values). OpenVINO's telemetry is turned off before anything
     loads.
     """
+    global _serving
     sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]
     inbox, outbox, memory = (int(a) for a in sys.argv[1:4])
+    _serving = memory
     if memory:
         import resource
 

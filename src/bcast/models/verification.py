@@ -14,7 +14,7 @@ module imports neither ``onnx`` nor ``openvino``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -26,7 +26,6 @@ import numpy.typing as npt
 
 from bcast.core.errors import BroadcastError
 from bcast.core.shape import Shape
-from bcast.models.graph import Graph
 from bcast.models.isolation import IsolationError
 
 __all__ = [
@@ -44,10 +43,8 @@ __all__ = [
     "Verification",
     "attempt",
     "compare",
-    "dim_names",
     "error_line",
     "out_of_memory",
-    "unused_dims",
 ]
 
 RTOL: Final = 1e-4
@@ -414,26 +411,6 @@ def out_of_memory(run: NodeRun) -> str | None:
         if result.out_of_memory:
             return f"too large to run: {name}: {result.error}"
     return None
-
-
-def dim_names(graph: Graph) -> set[str]:
-    """Return the names of the symbolic dims of ``graph``'s values (what ``--dim`` binds)."""
-    shapes = [*graph.shapes.values(), *(s for n in graph.nodes for s in n.output_shapes)]
-    return {d.name for shape in shapes for d in shape.dims if d.name is not None}
-
-
-def unused_dims(graphs: Iterable[Graph], dims: Mapping[str, object]) -> list[str]:
-    """Return the names in ``dims`` that no dim of any of ``graphs`` has, in ``dims`` order.
-
-    >>> from bcast.models import Graph
-    >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[batch,3]")})
-    >>> unused_dims([g], {"batch": 2, "nosuch": 3})
-    ['nosuch']
-    """
-    used: set[str] = set()
-    for graph in graphs:
-        used |= dim_names(graph)
-    return [name for name in dims if name not in used]
 
 
 def compare(ours: Result, theirs: Result, name: str) -> Comparison:

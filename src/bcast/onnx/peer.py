@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import onnx
 
-from bcast.models.isolation import run_isolated
+from bcast.models.isolation import in_worker, run_isolated
 
 __all__ = [
     "infer_isolated",
@@ -27,8 +27,11 @@ def infer_serialized(data: bytes, data_prop: bool) -> bytes:
     """Run ``onnx.shape_inference.infer_shapes`` on a serialized model; return it serialized."""
     model = onnx.ModelProto()
     model.ParseFromString(data)
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop)
-    return bytes(inferred.SerializeToString())
+    return bytes(_infer(model, data_prop).SerializeToString())
+
+
+def _infer(model: onnx.ModelProto, data_prop: bool) -> onnx.ModelProto:
+    return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop)
 
 
 def infer_isolated(model: onnx.ModelProto, *, data_prop: bool = True) -> onnx.ModelProto:
@@ -41,6 +44,8 @@ def infer_isolated(model: onnx.ModelProto, *, data_prop: bool = True) -> onnx.Mo
     Exception
         What the inference raised.
     """
+    if in_worker():  # reading the model whole in the worker: no copy through bytes
+        return run_isolated("ONNX shape inference", "on the model", _infer, model, data_prop)
     data = run_isolated(
         "ONNX shape inference",
         "on the model",

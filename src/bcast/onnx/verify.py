@@ -49,6 +49,7 @@ from onnx import helper, numpy_helper
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import ModelError, Node, Rule, bind_dims, propagate_shapes
+from bcast.models.dim_names import unused_dims
 from bcast.models.inputs import (
     alignment_of,
     concrete_shapes,
@@ -69,7 +70,6 @@ from bcast.models.verification import (
     Verification,
     attempt,
     compare,
-    unused_dims,
 )
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.backend import SUPPORTED_OPS, run_node

@@ -38,6 +38,7 @@ from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Graph, ModelError, Node, Rule, propagate_shapes
+from bcast.models.dim_names import unused_dims
 from bcast.models.inputs import (
     alignment_of,
     concrete_shapes,
@@ -55,7 +56,6 @@ from bcast.models.verification import (
     Verification,
     attempt,
     compare,
-    unused_dims,
 )
 
 __all__ = ["verify_ir"]
