@@ -18,6 +18,7 @@ from bcast.models.baseline import Baseline, fails, read_baseline
 from bcast.models.deviations import TARGETS
 from bcast.models.files import model_file_size
 from bcast.models.isolation import prestart, run_isolated
+from bcast.models.presburger import load_meanwhile
 from bcast.models.ranges import DimValue
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ def load_graph(source: str | os.PathLike[str] | Any) -> Graph:
     if not os.path.exists(path):
         raise ModelError(f"{path}: no such file")
     model_file_size(path)  # a regular file within the limits (not a FIFO or /dev/zero)
+    load_meanwhile()  # the checker's isl loads here while the worker reads the model
     if is_ir(path):
         try:
             from bcast.openvino.reader import read_ir
@@ -93,15 +95,22 @@ def load_graph(source: str | os.PathLike[str] | Any) -> Graph:
             raise _needs(path, "reading OpenVINO IR", "openvino", err) from None
         return read_ir(path)
     try:  # parsed and read whole in the worker: this process never imports onnx for it
-        return run_isolated("ONNX", "reading the model", _read_onnx_file, path, where=path)
+        return run_isolated(
+            "ONNX", "reading the model", _read_onnx_file, path, os.getcwd(), where=path
+        )
     except ImportError as err:
         raise _needs(path, "reading ONNX", "onnx", err) from None
 
 
-def _read_onnx_file(path: str) -> Graph:
-    """Read an ONNX file with `bcast.onnx.reader.read_onnx`: what the worker runs."""
+def _read_onnx_file(path: str, cwd: str) -> Graph:
+    """Read an ONNX file with `bcast.onnx.reader.read_onnx`: what the worker runs.
+
+    The worker outlives a change of directory here: a relative ``path`` is read from ``cwd``
+    (and named as given).
+    """
     from bcast.onnx.reader import read_onnx
 
+    os.chdir(cwd)
     return read_onnx(path)
 
 

@@ -24,7 +24,14 @@ import bcast
 from bcast import ops
 from bcast.cli import main
 from bcast.cli._model_options import parse_bytes
-from bcast.models.isolation import IsolationError, in_worker, limits, run_isolated
+from bcast.models.isolation import (
+    IsolationError,
+    in_worker,
+    limits,
+    prestart,
+    run_isolated,
+    shutdown,
+)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "hostile"
 F = TensorProto.FLOAT
@@ -256,14 +263,38 @@ def test_work_sent_whole_to_the_worker_runs_its_isolated_steps_in_place():
     assert run_isolated("P", "nesting", run_isolated, "Q", "adding", max, 2, 3) == 3
 
 
+def test_a_relative_path_is_read_from_the_callers_directory_not_the_workers(tmp_path, monkeypatch):
+    run_isolated("P", "starting", max, 1, 2)  # the worker runs, started in another directory
+    node = helper.make_node("Add", ["x", "y"], ["z"], name="add")
+    vi = [helper.make_tensor_value_info(n, F, s) for n, s in (("x", [2, 3]), ("y", [4]))]
+    _save(_model([node], vi), tmp_path / "here.onnx")
+    monkeypatch.chdir(tmp_path)
+    report = bcast.check("here.onnx")
+    assert (report.path, [f.kind for f in report.findings]) == ("here.onnx", ["incompatible"])
+
+
+def test_a_worker_replaced_for_other_limits_imports_what_the_first_one_did():
+    # `bcast check m.onnx --max-memory 2GiB`: the worker started before the options were
+    # read gives way to one under the asked cap, which reads ONNX as soon as the first did
+    shutdown()
+    prestart(("onnx",))
+    loaded = "'bcast.onnx.reader' in __import__('sys').modules"
+    cap = "__import__('resource').getrlimit(__import__('resource').RLIMIT_AS)[0]"
+    with limits(max_memory=2**31):
+        prestart()
+        assert run_isolated("P", "asking", eval, loaded) is True
+        assert run_isolated("P", "asking", eval, cap) == 2**31
+
+
 def test_memory_run_out_of_in_place_is_an_isolation_error_not_a_plain_exception():
     # a step that takes other exceptions as "no answer" must not take this one so; and the
-    # error, raised by the call, comes back as it was said, without a second prefix
+    # error, raised by the call, comes back as it was said, without a second prefix. The cap
+    # stays above what this test process holds (the tree's watch counts it) and below 8 GiB.
     with (
-        limits(max_memory=2**30),
-        pytest.raises(IsolationError, match=r"^Q ran out of the memory limit of 1\.0 GiB"),
+        limits(max_memory=3 * 2**30),
+        pytest.raises(IsolationError, match=r"^Q ran out of the memory limit of 3\.0 GiB"),
     ):
-        run_isolated("P", "reading", run_isolated, "Q", "allocating", bytearray, 4 * 2**30,
+        run_isolated("P", "reading", run_isolated, "Q", "allocating", bytearray, 8 * 2**30,
                      where="m.onnx")  # fmt: skip
 
 

@@ -25,7 +25,6 @@ from bcast.models import ModelError, Severity
 from bcast.models.baseline import fails
 from bcast.models.domain import Domain, Imposed
 from bcast.models.ranges import decide, split_dims
-from bcast.onnx.metadata import write_domain_metadata
 
 from ._model_options import (
     dim_option,
@@ -111,6 +110,8 @@ def domain(
     if metadata_path is not None:
         if is_ir(model):
             _fail(model, f"{model}: --write-metadata writes ONNX models, not OpenVINO IR", as_json)
+        from bcast.onnx.metadata import write_domain_metadata  # onnx: only to write
+
         try:
             write_domain_metadata(model, metadata_path, found)
         except (ModelError, OSError) as err:

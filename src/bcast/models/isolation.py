@@ -112,6 +112,7 @@ class _Worker:
     def __init__(self, asked: int | None, memory: int | None, preload: str = "") -> None:
         self.asked = asked  # the limit asked for (None: the default), to tell when it changes
         self.memory = memory
+        self.preload = preload  # the modules it imported before its first call
         self.overrun = False  # the tree passed `memory` during a call: the worker was stopped
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
@@ -222,13 +223,17 @@ def prestart(kinds: tuple[str, ...] = ()) -> None:
     Its interpreter then starts while the caller reads the model: the first isolated call
     does not wait for it. ``kinds`` (keys of `PRELOADS`: ``"onnx"``, ``"openvino"``) name
     the peer libraries the worker imports at once, before any model reaches it, so their
-    import overlaps the caller's work too.
+    import overlaps the caller's work too. A worker that runs under other limits (a
+    command's ``--max-memory``) is replaced by one that imports what it imported.
     """
     global _worker
     chosen = current_limits()
+    preload = ",".join(m for k in kinds for m in PRELOADS.get(k, ()))
+    if _worker is not None and _worker.alive() and _worker.asked != chosen.max_memory:
+        preload = preload or _worker.preload
+        shutdown()
     if _worker is None or not _worker.alive():
         shutdown()
-        preload = ",".join(m for k in kinds for m in PRELOADS.get(k, ()))
         _worker = _Worker(chosen.max_memory, chosen.memory(), preload)
 
 

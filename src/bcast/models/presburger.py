@@ -27,8 +27,10 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -56,6 +58,16 @@ def _isl() -> Any:
     import islpy  # lazily: only where a domain or a condition is decided
 
     return islpy
+
+
+@functools.cache
+def load_meanwhile() -> None:
+    """Import isl in a background thread, once: while the worker reads a model, say.
+
+    A process that waits on the worker (`bcast.loading.load_graph`) then finds the library
+    the domain needs loaded when the graph arrives; nothing else changes.
+    """
+    threading.Thread(target=_isl, name="bcast-load-isl", daemon=True).start()
 
 
 class Space:
