@@ -2,21 +2,55 @@
 
 The worker process that reads models starts first (`bcast.loading.prestart_for`), so that
 its interpreter and the peer library it needs load while click and the command load here.
+The command's end skips the interpreter's teardown of its modules (about 30 ms, a tenth of
+a ``bcast check``): exit handlers run and the streams are flushed, then the process leaves.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import threading
+from contextlib import suppress
 
 
 def main() -> None:
-    """Run the ``bcast`` command line on ``sys.argv``."""
+    """Run the ``bcast`` command line on ``sys.argv``; exit with its status."""
     from bcast.loading import prestart_for
 
     prestart_for(sys.argv[1:])
     from bcast.cli import main as cli
 
-    cli(prog_name="bcast")
+    try:
+        cli(prog_name="bcast")
+    except SystemExit as done:
+        leave(done.code)
+    leave(0)
+
+
+def leave(code: str | int | None) -> None:
+    """Exit with ``code`` as `SystemExit` would, without tearing the interpreter down.
+
+    Exit handlers (`atexit`: the worker stopped, temporary files removed) run first and
+    the standard streams are flushed; where a thread that is not a daemon still runs, the
+    interpreter exits the usual way, which waits for it.
+    """
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if any(not t.daemon for t in others):
+        sys.exit(code)
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # SystemExit("message"): the message on stderr, status 1
+        print(code, file=sys.stderr)
+        status = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):  # a closed pipe: nothing more can be said on it
+            stream.flush()
+    os._exit(status & 0xFF)
 
 
 if __name__ == "__main__":

@@ -518,6 +518,28 @@ class TestInstalledEntryPoint:
         assert len(usage.stderr.splitlines()) == 1
         assert "Traceback" not in usage.stderr
 
+    def test_the_command_leaves_with_its_status_handlers_run_and_streams_flushed(self) -> None:
+        # bcast.__main__.leave skips the interpreter's teardown, not the exit handlers (the
+        # worker stopped), not buffered output, not a thread that is not a daemon
+        code = (
+            "import atexit, sys, threading, time\n"
+            "from bcast.__main__ import leave\n"
+            "atexit.register(lambda: print('handler ran'))\n"
+            "if sys.argv[1] == 'thread':\n"
+            "    threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\n"
+            "print('x' * 100000, end='')\n"
+            "leave(None if sys.argv[1] == 'none' else 'said' if sys.argv[1] == 'text' else 3)\n"
+        )
+        for how, status in (("int", 3), ("none", 0), ("text", 1), ("thread", 3)):
+            proc = subprocess.run(
+                [sys.executable, "-c", code, how], capture_output=True, text=True, timeout=60
+            )
+            assert proc.returncode == status, (how, proc.stderr)
+            assert proc.stdout.startswith("x" * 100000), how
+            assert "handler ran" in proc.stdout, how
+            assert ("thread done" in proc.stdout) == (how == "thread")
+            assert proc.stderr.strip() == ("said" if how == "text" else ""), how
+
     def test_console_script_is_declared_and_runs(self) -> None:
         (script,) = entry_points(group="console_scripts", name="bcast")
         assert script.value == "bcast.__main__:main"
