@@ -15,6 +15,7 @@ import bcast
 from bcast import Dim, Shape
 from bcast.core.arithmetic import reshape_output
 from bcast.core.shape import more_precise
+from bcast.onnx.reader import read_onnx
 from bcast.onnx.values import shape_tensor_values
 
 F = TensorProto.FLOAT
@@ -113,3 +114,36 @@ def test_a_slice_of_a_buffer_to_an_inputs_length_is_min_of_both():
     session.run(None, {"x": np.ones((2, 8), np.float32)})
     with pytest.raises(Exception, match="add"):
         session.run(None, {"x": np.ones((2, 9), np.float32)})
+
+
+def test_a_chain_of_forty_shape_reshape_links_is_sized_to_its_end():
+    # Conv (kernel 1, stride 1: H stays H) -> Shape -> Reshape to that shape, 40 times: ONNX
+    # sizes no Conv over a symbolic H, so every Reshape target comes from bcast's own Conv
+    # shape. A target read when the walk reaches its Reshape sizes the whole chain in one
+    # walk; evaluated after each walk, it took one walk per link and stopped short of 40.
+    nodes, cur = [], "x"
+    for i in range(40):
+        nodes += [
+            helper.make_node("Conv", [cur, "w"], [f"c{i}"], strides=[1]),
+            helper.make_node("Shape", [f"c{i}"], [f"s{i}"]),
+            helper.make_node("Reshape", [f"c{i}", f"s{i}"], [f"r{i}"]),
+        ]
+        cur = f"r{i}"
+    weights = numpy_helper.from_array(np.full((4, 4, 1), 0.25, np.float32), "w")
+    model = helper.make_model(
+        helper.make_graph(
+            nodes,
+            "chain",
+            [helper.make_tensor_value_info("x", F, [1, 4, "h"])],
+            [helper.make_tensor_value_info(cur, F, None)],
+            [weights],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    model.ir_version = 8
+    graph = read_onnx(model)
+    assert [str(s) for s in graph.nodes[-1].output_shapes] == ["[1,4,h]"]
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (out,) = session.run(None, {"x": np.ones((1, 4, 5), np.float32)})
+    assert out.shape == (1, 4, 5)  # the runtime at h = 5

@@ -29,7 +29,7 @@ from bcast.models.rules_microsoft import MICROSOFT, OUTPUT_TYPE_FROM
 from bcast.onnx.own_shapes import own_shapes
 from bcast.onnx.protos import attribute
 from bcast.onnx.spatial_shapes import float_values
-from bcast.onnx.values import Value, shape_tensor_values
+from bcast.onnx.values import LiveValues, shape_tensor_values
 
 __all__ = ["better_shapes", "elem_types", "with_shapes"]
 
@@ -50,7 +50,6 @@ _QUANT_TYPE: Final = {
     "DequantizeLinear": 1,
 }
 _CACHES: Final = frozenset({"Attention", "MultiHeadAttention"})  # their KV cache outputs
-_PASSES: Final = 8  # derive passes in one round, while shape values keep coming
 _FLOAT_OUT: Final = frozenset(
     {"Scaler", "Normalizer", "LinearRegressor", "SVMRegressor", "TreeEnsembleRegressor"}
 )
@@ -100,7 +99,7 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
     claimed = graph.nodes
     graph.nodes = [_unclaimed(n, declared, graph.expressions) for n in claimed]
     try:
-        return _refined(proto, graph, tensors, declared, claimed)
+        return _refined(proto, graph, declared, claimed)
     finally:
         graph.nodes = claimed
 
@@ -126,14 +125,19 @@ def _unclaimed(node: Node, declared: Set[str], expressions: Mapping[str, Expr]) 
 def _refined(
     proto: onnx.GraphProto,
     graph: Graph,
-    tensors: dict[str, Value],
     declared: Set[str],
     claimed: Sequence[Node],
 ) -> dict[str, Shape]:
-    """Propagate with `own_shapes` (see `better_shapes`); ``claimed``: the nodes as read."""
+    """Propagate with `own_shapes` (see `better_shapes`); ``claimed``: the nodes as read.
+
+    The small tensors a node reads (a Reshape's target) are evaluated when the walk reaches
+    it, from the shapes sized before it (`LiveValues`), which the walk does not change
+    again: one walk sizes a chain of them, and a second would read and size the same.
+    """
     by_node = {id(node): p for node, p in zip(graph.nodes, proto.node, strict=True)}
     computed: dict[str, Shape] = {}
     floats = float_values(proto)  # Resize's scales
+    live = LiveValues(proto, graph.constants, graph.expressions)
 
     def derive(node: Node, values: Mapping[str, Shape]) -> Sequence[Shape | None] | None:
         node_proto = by_node.get(id(node))
@@ -147,19 +151,14 @@ def _refined(
             values.get(name, Shape.dynamic()) if name else Shape.dynamic()
             for name in node_proto.input
         ]
-        derived = own_shapes(node_proto, inputs, graph, tensors, floats)
+        live.follow(values)
+        derived = own_shapes(node_proto, inputs, graph, live, floats)
         for name, shape in zip(node_proto.output, derived or (), strict=False):
             if name in declared and shape is not None:
                 computed[name] = shape  # before the walk merges it with the claim
         return derived
 
     values = propagate_shapes(graph, derive=derive)
-    for _ in range(_PASSES):  # a shape sized just now feeds a Reshape target: again
-        again = shape_tensor_values(proto, values, graph.constants, graph.expressions)
-        if again == tensors:
-            break
-        tensors.update(again)
-        values = propagate_shapes(graph, derive=derive)
     found: dict[str, Shape] = {}
     for node in claimed:
         for index, name in enumerate(node.outputs):

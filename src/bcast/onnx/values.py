@@ -10,7 +10,7 @@ unknown value, which is never negative). Anything it cannot decide stays unknown
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Final
 
 import numpy as np
@@ -23,7 +23,7 @@ from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
 
-__all__ = ["Value", "shape_tensor_values"]
+__all__ = ["LiveValues", "Value", "shape_tensor_values"]
 
 Element = int | Dim | bool
 Value = tuple[Element, ...]
@@ -196,6 +196,89 @@ def shape_tensor_values(
         if found is not None and len(found) <= _MAX_ELEMENTS:
             values[node.output[0]] = found
     return values
+
+
+class LiveValues(Mapping[str, "Value"]):
+    """`shape_tensor_values` asked for value by value, each from the shapes known when asked.
+
+    A walk that sizes the nodes in order (`bcast.models.propagate_shapes`) asks for a
+    Reshape's target when it reaches the Reshape. The target's chain (``Shape → Gather →
+    Concat``) reads the shapes of values before the Reshape, which the walk has sized
+    already: one walk sizes a chain of Reshapes whose targets each read the shape the one
+    before gave, where evaluating every value once per walk takes a walk per link (a U-Net's
+    GroupNorms). `follow` points it at the walk's shapes; a value is evaluated once.
+
+    >>> from onnx import helper
+    >>> g = helper.make_graph([helper.make_node("Shape", ["x"], ["s"])], "g", [], [])
+    >>> live = LiveValues(g, {})
+    >>> live.follow({"x": Shape.parse("[N,3]")})
+    >>> [str(e) for e in live["s"]], live.get("nothing")
+    (['N', '3'], None)
+    """
+
+    def __init__(
+        self,
+        proto: onnx.GraphProto,
+        known: Mapping[str, Value],
+        expressions: dict[str, Expr] | None = None,
+    ) -> None:
+        self.producers: dict[str, onnx.NodeProto] = {}
+        for node in proto.node:
+            if node.domain in DEFAULT_DOMAINS and node.output and node.output[0]:
+                self.producers[node.output[0]] = node
+        self.found: dict[str, Value] = dict(known)
+        self.expressions = expressions
+        self.shapes: Mapping[str, Shape] = {}
+        self._failed: set[str] = set()
+
+    def follow(self, shapes: Mapping[str, Shape]) -> None:
+        """Read the shapes of ``shapes`` (the walk's, as it fills them) from now on."""
+        self.shapes = shapes
+
+    def get(self, name: str, default: Value | None = None) -> Value | None:  # type: ignore[override]
+        """Return the value of ``name``, evaluated now if it was not yet (``default``: none)."""
+        if name not in self.found and name not in self._failed:
+            self._evaluate_up_to(name)
+        return self.found.get(name, default)
+
+    def __getitem__(self, name: str) -> Value:
+        found = self.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.found)
+
+    def __len__(self) -> int:
+        return len(self.found)
+
+    def _evaluate_up_to(self, name: str) -> None:
+        """Evaluate ``name`` and what it needs, inputs first (no recursion: chains are long)."""
+        stack, opened = [name], set()
+        while stack:
+            top = stack[-1]
+            node = self.producers.get(top)
+            if top in self.found or top in self._failed or node is None:
+                if node is None and top not in self.found:
+                    self._failed.add(top)
+                stack.pop()
+                continue
+            if top not in opened:  # its inputs first; one met again while open is a cycle
+                opened.add(top)
+                for i in node.input:
+                    if i and i not in self.found and i not in self._failed and i not in opened:
+                        stack.append(i)
+                continue
+            stack.pop()
+            try:
+                value = _evaluate(node, self.found, self.shapes, self.expressions)
+            except (IndexError, ValueError, TypeError, OverflowError):
+                value = None
+            if value is not None and len(value) <= _MAX_ELEMENTS:
+                self.found[top] = value
+            else:
+                self._failed.add(top)
 
 
 def _evaluate(
