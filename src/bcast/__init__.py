@@ -11,13 +11,13 @@ shapes, with errors that explain themselves.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
-from bcast.arrays import broadcast_arrays, broadcast_to
-from bcast.core import BroadcastError, Dim, Mode, Plan, Shape, broadcast_shapes, plan
-
-if TYPE_CHECKING:  # loaded on first use (see __getattr__): `import bcast` stays light
+if TYPE_CHECKING:  # loaded on first use (see __getattr__): `import bcast` loads nothing
     from bcast import ops as ops
+    from bcast.arrays import broadcast_arrays, broadcast_to
+    from bcast.core import BroadcastError, Dim, Mode, Plan, Shape, broadcast_shapes, plan
     from bcast.loading import check as check
 
 __version__ = "0.1.0"
@@ -40,22 +40,31 @@ __all__ = [
     "BroadcastError",
 ]
 
-
-def _set_module(*objects: object) -> None:
-    """Show exported classes by their public path (``bcast.Dim``), as reprs and tracebacks do."""
-    for obj in objects:
-        obj.__module__ = "bcast"
-
-
-_set_module(Dim, Shape, Mode, Plan, BroadcastError)
+_HOMES = {
+    **dict.fromkeys(
+        ("Dim", "Shape", "Mode", "Plan", "BroadcastError", "broadcast_shapes", "plan"),
+        "bcast.core",
+    ),
+    **dict.fromkeys(("broadcast_to", "broadcast_arrays"), "bcast.arrays"),
+    "check": "bcast.loading",
+}
 
 
 def __getattr__(name: str) -> object:
-    # `bcast.ops` loads NumPy and `bcast.check` the model layer: both on first use.
-    import importlib
+    """Load what ``bcast.X`` names on first use: `import bcast` itself loads nothing.
 
+    So ``python -m bcast`` can start its worker process before any of bcast loads
+    (`bcast._spawn`); `bcast.ops` loads NumPy, `bcast.check` the model layer.
+    """
     if name == "ops":
         return importlib.import_module("bcast.ops")
-    if name == "check":
-        return importlib.import_module("bcast.loading").check
-    raise AttributeError(f"module 'bcast' has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'bcast' has no attribute {name!r}")
+    found = getattr(importlib.import_module(home), name)
+    globals()[name] = found  # looked up once
+    return found
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, "ops"})

@@ -1,9 +1,10 @@
 """``python -m bcast`` and the ``bcast`` script: the command line (`bcast.cli`).
 
-The worker process that reads models starts first (`bcast.loading.prestart_for`), so that
-its interpreter and the peer library it needs load while click and the command load here.
-The command's end skips the interpreter's teardown of its modules (about 30 ms, a tenth of
-a ``bcast check``): exit handlers run and the streams are flushed, then the process leaves.
+The worker process that reads models starts first (`bcast._spawn`), before anything else of
+bcast loads, so that its interpreter and the peer library it needs load while the command
+loads here. The command's end skips the interpreter's teardown of its modules (about 30
+ms, a tenth of a ``bcast check``): exit handlers run and the streams are flushed, then the
+process leaves.
 """
 
 from __future__ import annotations
@@ -17,9 +18,15 @@ from contextlib import suppress
 
 def main() -> None:
     """Run the ``bcast`` command line on ``sys.argv``; exit with its status."""
-    from bcast.loading import prestart_for
+    from bcast._spawn import kinds_for, preload_of, spawn  # the standard library only
 
-    prestart_for(sys.argv[1:])
+    kinds = kinds_for(sys.argv[1:])
+    if kinds is not None:  # the worker starts before the rest of bcast and click load
+        preload = preload_of(kinds)
+        spawned = spawn(preload)
+        from bcast.models.isolation import adopt
+
+        adopt(spawned, preload)
     from bcast.cli import main as cli
 
     try:

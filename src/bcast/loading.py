@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bcast._spawn import kinds_for
 from bcast.models import DEFAULT_MAX_ELEMENTS, Graph, ModelError, Report, Severity, check_graph
 from bcast.models.baseline import Baseline, fails, read_baseline
 from bcast.models.deviations import TARGETS
@@ -38,26 +39,17 @@ def is_ir(path: str) -> bool:
     return path.lower().endswith(".xml")
 
 
-_READERS = frozenset({"check", "verify", "domain"})
-"""The commands that read models through the isolated worker (`bcast.models.isolation`)."""
-
-
 def prestart_for(args: Sequence[str]) -> None:
     """Start the worker that reads models now, if the command line ``args`` will read any.
 
-    ``args`` follow ``bcast``: the command, then its arguments. The worker imports the peer
-    library the named files need (ONNX for ``.onnx``, OpenVINO for ``.xml``) while the
-    command line loads; a command's own limits (``--max-memory``) restart it where they
-    ask for others. Other commands, and ``--help``, start nothing.
+    ``args`` follow ``bcast``: the command, then its arguments (`bcast._spawn.kinds_for`).
+    The worker imports the peer library the named files need (ONNX for ``.onnx``, OpenVINO
+    for ``.xml``) while the command line loads; a command's own limits (``--max-memory``)
+    restart it where they ask for others. Other commands, and ``--help``, start nothing.
     """
-    if not args or args[0] not in _READERS or {"-h", "--help"} & set(args):
-        return
-    kinds = tuple(
-        kind
-        for kind, suffixes in (("onnx", (".onnx",)), ("openvino", (".xml",)))
-        if any(a.lower().endswith(suffixes) for a in args[1:])
-    )
-    prestart(kinds)
+    kinds = kinds_for(args)
+    if kinds is not None:
+        prestart(kinds)
 
 
 def _needs(path: str, what: str, package: str, err: ImportError) -> ModelError:

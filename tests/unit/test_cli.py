@@ -575,6 +575,41 @@ class TestInstalledEntryPoint:
             assert proc.returncode == 0, proc.stderr
             assert proc.stderr.strip().splitlines()[-1] == "[]", (how, proc.stderr)
 
+    def test_the_worker_starts_before_anything_else_of_bcast_loads(self) -> None:
+        # python -m bcast check: the worker's interpreter and onnx load while bcast loads here
+        model = str(Path(__file__).parents[1] / "fixtures" / "real" / "resnet_torchscript.onnx")
+        code = (
+            "import sys, bcast._spawn as s\n"
+            "real = s.spawn\n"
+            "def spy(preload):\n"
+            "    loaded = sorted(m for m in sys.modules if m.startswith(('bcast', 'click')))\n"
+            "    print(loaded, preload, file=sys.stderr)\n"
+            "    return real(preload)\n"
+            "s.spawn = spy\n"
+            "sys.argv = ['bcast', 'check', sys.argv[1], '--json']\n"
+            "from bcast.__main__ import main\n"
+            "main()\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code, model], capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+        said = proc.stderr.strip().splitlines()
+        assert said[0] == "['bcast', 'bcast.__main__', 'bcast._spawn'] bcast.onnx.reader", said
+        assert json.loads(proc.stdout)["models"][0]["error"] is None
+
+    def test_import_bcast_loads_nothing_but_finds_every_name(self) -> None:
+        code = (
+            "import sys, bcast\n"
+            "print(sorted(m for m in sys.modules if m.startswith('bcast')))\n"
+            "names = bcast.__all__\n"
+            "print(all(hasattr(bcast, n) for n in names), set(names) <= set(dir(bcast)))\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        assert proc.stdout.splitlines() == ["['bcast']", "True True"]
+
     def test_import_bcast_does_not_import_click_or_rich(self) -> None:
         code = "import sys, bcast; print(sorted({'click', 'rich'} & set(sys.modules)))"
         proc = subprocess.run(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import time
@@ -22,10 +23,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 import bcast
 from bcast import ops
+from bcast._spawn import spawn
 from bcast.cli import main
 from bcast.cli._model_options import parse_bytes
 from bcast.models.isolation import (
     IsolationError,
+    adopt,
     in_worker,
     limits,
     prestart,
@@ -284,6 +287,19 @@ def test_a_worker_replaced_for_other_limits_imports_what_the_first_one_did():
         prestart()
         assert run_isolated("P", "asking", eval, loaded) is True
         assert run_isolated("P", "asking", eval, cap) == 2**31
+
+
+def test_a_worker_started_before_bcast_loads_is_taken_over_or_stopped():
+    # python -m bcast starts its worker first (bcast._spawn), isolation takes it over
+    shutdown()
+    started = spawn("")
+    adopt(started, "")
+    assert run_isolated("P", "asking", os.getpid) == started[0].pid
+    # a second one, where a worker runs already, is stopped: one worker at a time
+    extra = spawn("")
+    adopt(extra, "")
+    assert extra[0].poll() is not None
+    assert run_isolated("P", "asking", os.getpid) == started[0].pid
 
 
 def test_memory_run_out_of_in_place_is_an_isolation_error_not_a_plain_exception():

@@ -28,3 +28,6 @@ __all__ = [
     "broadcast_shapes",
     "plan",
 ]
+
+for _exported in (Dim, Shape, Mode, Plan, BroadcastError):  # shown by their public path,
+    _exported.__module__ = "bcast"  # bcast.Dim, in reprs and tracebacks

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Final, TypeVar
 
+from bcast._spawn import PRELOADS, Spawned, preload_of, spawn
 from bcast.core.errors import show_bytes
 from bcast.models.graph import ModelError
 from bcast.models.limits import (
@@ -47,9 +48,11 @@ from bcast.models.limits import (
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "PRELOADS",
     "WATCH_SECONDS",
     "IsolationError",
     "Limits",
+    "adopt",
     "current_limits",
     "default_max_memory",
     "in_worker",
@@ -109,27 +112,20 @@ class IsolationError(ModelError):
 class _Worker:
     """One worker process: pickled calls in on one pipe, pickled answers out on another."""
 
-    def __init__(self, asked: int | None, memory: int | None, preload: str = "") -> None:
+    def __init__(
+        self,
+        asked: int | None,
+        memory: int | None,
+        preload: str = "",
+        spawned: Spawned | None = None,
+    ) -> None:
         self.asked = asked  # the limit asked for (None: the default), to tell when it changes
         self.memory = memory
         self.preload = preload  # the modules it imported before its first call
         self.overrun = False  # the tree passed `memory` during a call: the worker was stopped
-        to_child_r, self.to_child = os.pipe()
-        self.from_child, from_child_w = os.pipe()
-        env = dict(os.environ, MALLOC_ARENA_MAX="2")  # fewer malloc arenas: less address space
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the parent's bcast
-        command = [sys.executable, "-c", "from bcast.models.isolation import serve; serve()"]
-        self.process = subprocess.Popen(
-            [*command, str(to_child_r), str(from_child_w), str(memory or 0), preload],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            pass_fds=(to_child_r, from_child_w),
-            env=env,
-            start_new_session=True,
-        )
-        os.close(to_child_r)
-        os.close(from_child_w)
+        self.process, self.to_child, self.from_child = spawned or spawn(preload)
+        with suppress(OSError):  # its cap comes first; one that died says so at the call
+            _write_all(self.to_child, _HEADER.pack(memory or 0))
 
     def call(self, payload: bytes, timeout: float | None) -> tuple[str, Any]:
         try:
@@ -210,13 +206,6 @@ _worker: _Worker | None = None
 _serving: int | None = None  # in the worker: its memory cap in bytes (0: none)
 
 
-PRELOADS: Final = {
-    "onnx": ("bcast.onnx.reader",),
-    "openvino": ("bcast.openvino.reader", "openvino"),
-}
-"""What a worker may import before its first call, by the kind of model it will read."""
-
-
 def prestart(kinds: tuple[str, ...] = ()) -> None:
     """Start the worker process now, under the limits in force, if none runs.
 
@@ -228,13 +217,30 @@ def prestart(kinds: tuple[str, ...] = ()) -> None:
     """
     global _worker
     chosen = current_limits()
-    preload = ",".join(m for k in kinds for m in PRELOADS.get(k, ()))
+    preload = preload_of(kinds)
     if _worker is not None and _worker.alive() and _worker.asked != chosen.max_memory:
         preload = preload or _worker.preload
         shutdown()
     if _worker is None or not _worker.alive():
         shutdown()
         _worker = _Worker(chosen.max_memory, chosen.memory(), preload)
+
+
+def adopt(spawned: Spawned, preload: str) -> None:
+    """Take over a worker `bcast._spawn.spawn` started (``python -m bcast``), if none runs.
+
+    It runs under the limits in force (their memory cap is sent to it now); a worker that
+    runs already is kept, and the one given is stopped.
+    """
+    global _worker
+    if _worker is not None and _worker.alive():
+        spawned[0].kill()
+        spawned[0].wait()
+        for fd in spawned[1:]:
+            os.close(fd)
+        return
+    chosen = current_limits()
+    _worker = _Worker(chosen.max_memory, chosen.memory(), preload, spawned)
 
 
 def shutdown() -> None:
@@ -386,23 +392,27 @@ def _read_exact(fd: int, size: int) -> bytes | None:
 def serve() -> None:  # pragma: no cover - runs in the worker process
     """Serve calls in the worker process: ``python -c 'from ...isolation import serve; serve()'``.
 
-    Arguments (``sys.argv``): the fd to read calls from, the fd to write answers to, the
-    memory cap in bytes (0: none) and the modules to import before the first call (comma
-    separated, `PRELOADS`' values). OpenVINO's telemetry is turned off before anything
-    loads.
+    Arguments (``sys.argv``): the fd to read calls from, the fd to write answers to and
+    the modules to import before the first call (comma separated, `PRELOADS`' values:
+    trusted code, loaded while the caller is still starting). The first message is the
+    memory cap in bytes (0: none), set before any call is read. OpenVINO's telemetry is
+    turned off before anything loads.
     """
     global _serving
     sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]
-    inbox, outbox, memory = (int(a) for a in sys.argv[1:4])
-    _serving = memory
+    inbox, outbox = (int(a) for a in sys.argv[1:3])
+    for module in sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] else ():
+        if any(module in modules for modules in PRELOADS.values()):
+            with suppress(Exception):  # the first call says what is wrong, in its words
+                importlib.import_module(module)
+    cap = _read_exact(inbox, _HEADER.size)
+    if cap is None:
+        return
+    memory = _serving = _HEADER.unpack(cap)[0]
     if memory:
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    for module in sys.argv[4].split(",") if len(sys.argv) > 4 and sys.argv[4] else ():
-        if any(module in modules for modules in PRELOADS.values()):
-            with suppress(Exception):  # the first call says what is wrong, in its words
-                importlib.import_module(module)
     while True:
         header = _read_exact(inbox, _HEADER.size)
         if header is None:
