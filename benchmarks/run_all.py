@@ -3,6 +3,11 @@
 Usage::
 
     python benchmarks/run_all.py [--quick] [--cases add_large,where,...] [--out-dir docs]
+                                 [--skip-ops] [--skip-shapes] [--skip-sizes] [--skip-check]
+                                 [--keep]
+
+``--keep`` re-runs only the parts not skipped and keeps the others' last results (from
+``<out-dir>/benchmarks.json``); each section of the report says when it ran.
 
 Runs ``bench_ops.py`` (operators), ``bench_shapes.py`` (``broadcast_shapes`` against NumPy,
 ONNX and OpenVINO shape inference), ``bench_sizes.py`` (add from 64 KiB to 1 GiB, and the
@@ -122,14 +127,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-shapes", action="store_true")
     ap.add_argument("--skip-sizes", action="store_true", help="no size sweep, no first call")
     ap.add_argument("--skip-check", action="store_true", help="no bcast check timings")
+    ap.add_argument(
+        "--keep",
+        action="store_true",
+        help="a part skipped keeps its last results from <out-dir>/benchmarks.json "
+        "(each section of the report says when it ran)",
+    )
     args = ap.parse_args(argv)
+    kept: dict[str, Any] = {}
+    if args.keep and (args.out_dir / "benchmarks.json").exists():
+        kept = json.loads((args.out_dir / "benchmarks.json").read_text())
 
     with tempfile.TemporaryDirectory(prefix="bcast-bench-") as tmpdir:
         tmp = Path(tmpdir)
-        ops = None if args.skip_ops else run_ops(args, tmp)
-        shapes = None if args.skip_shapes else run_shapes(args, tmp)
-        sizes = None if args.skip_sizes else run_sizes(args, tmp)
-        check = None if args.skip_check else run_check(args, tmp)
+        ops = kept.get("ops") if args.skip_ops else run_ops(args, tmp)
+        shapes = kept.get("shapes") if args.skip_shapes else run_shapes(args, tmp)
+        sizes = kept.get("sizes") if args.skip_sizes else run_sizes(args, tmp)
+        check = kept.get("check") if args.skip_check else run_check(args, tmp)
 
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
