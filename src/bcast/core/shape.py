@@ -13,6 +13,7 @@ from typing import Union, overload
 
 from bcast.core.dim import SMALL_DIMS, Dim, DimLike, as_dim
 from bcast.core.errors import BroadcastError, show_text
+from bcast.core.pickling import fast_state
 
 __all__ = ["Shape", "ShapeLike", "as_shape", "informative", "more_named", "more_precise"]
 
@@ -35,6 +36,7 @@ def _split_dims(body: str) -> list[str]:
     return parts
 
 
+@fast_state
 @dataclass(frozen=True, slots=True, init=False, eq=False)
 class Shape(Sequence[Dim]):
     """An immutable, hashable shape: a sequence of `Dim`, or unknown rank.

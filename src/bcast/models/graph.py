@@ -15,6 +15,7 @@ from enum import Enum
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
+from bcast.core.pickling import fast_state
 from bcast.core.shape import Shape
 from bcast.core.text import safe_text
 from bcast.models.domain import Domain
@@ -74,6 +75,7 @@ class Rule(str, Enum):
         return self.value
 
 
+@fast_state
 @dataclass(frozen=True, slots=True)
 class Node:
     """One node of a model, as the checker sees it.

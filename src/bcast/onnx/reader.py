@@ -30,7 +30,6 @@ Examples
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -39,18 +38,16 @@ from typing import Final
 import onnx
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 
-from bcast.core.modes import Mode
 from bcast.core.shape import Shape
-from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity, Subgraph
+from bcast.models import Finding, Graph, ModelError, Node, Severity, Subgraph
 from bcast.models.files import read_model_file
 from bcast.models.isolation import IsolationError
 from bcast.models.lost_dims import mark_lost
-from bcast.models.operator_checks import rule_for
 from bcast.onnx._integrity import check_integrity
 from bcast.onnx.inference import infer, infer_with_claims
+from bcast.onnx.node_kinds import MULTIDIRECTIONAL_OPS, node_kind
 from bcast.onnx.protos import (
     DEFAULT_DOMAINS,
-    attribute,
     constant_node_ints,
     item_size,
     read_opsets,
@@ -61,17 +58,6 @@ from bcast.onnx.refine import better_shapes, elem_types, with_shapes
 
 __all__ = ["MULTIDIRECTIONAL_OPS", "load_model", "read_onnx"]
 
-MULTIDIRECTIONAL_OPS: Final = frozenset(
-    {
-        "Add", "Sub", "Mul", "Div", "Pow", "Mod", "And", "Or", "Xor", "Equal", "Greater",
-        "GreaterOrEqual", "Less", "LessOrEqual", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-        "BitShift", "Max", "Min", "Sum", "Mean", "Where", "StringConcat",
-    }
-)  # fmt: skip
-"""ONNX operators with multidirectional (NumPy) broadcasting over all their inputs."""
-
-_SAME_SHAPE_BEFORE_8: Final = frozenset({"Max", "Min", "Sum", "Mean"})  # opsets 1 and 6
-_NORMALIZATION: Final = frozenset({"LayerNormalization", "RMSNormalization"})
 _MAX_DEPTH: Final = 16  # nested bodies and function calls
 _MAX_CALLS: Final = 2000  # function bodies read per model (each costs an inference run)
 _REFINE_ROUNDS: Final = 3  # rounds of ONNX inference fed with what bcast knows
@@ -386,15 +372,6 @@ def _not_checked(node: Node, reason: str) -> Finding:
     return Finding(Severity.INFO, "not-checked", node.name, node.op, (), None, None, reason)
 
 
-@functools.lru_cache(maxsize=512)
-def _schema(op: str, version: int) -> onnx.defs.OpSchema | None:
-    """Return the schema of ``op`` in default-domain opset ``version`` (None: not in it)."""
-    try:
-        return onnx.defs.get_schema(op, version, "")
-    except onnx.defs.SchemaError:
-        return None
-
-
 def _node(
     proto: onnx.NodeProto,
     index: int,
@@ -405,90 +382,14 @@ def _node(
     local: bool = False,
 ) -> Node:
     op = proto.op_type
-    name = prefix + (proto.name or f"{op}_{index}")
     outputs = tuple(proto.output)
-    shapes = tuple(peer.get(o, Shape.dynamic()) for o in outputs)
-    base = Node(name, op, tuple(proto.input), outputs, output_shapes=shapes, domain=proto.domain)
-    if proto.domain not in DEFAULT_DOMAINS:
-        return _other_domain(replace(base, attrs=_int_attributes(proto)), local=local)
-    if rule_for("", op) is not None:  # scales, biases, weights: bcast.models.rules_*
-        base = replace(base, rule=Rule.OPERATOR, domain="", attrs=_int_attributes(proto))
-    if op in ("Concat", "Gather", "GatherElements", "Split"):  # their axis, for the domain
-        return replace(base, axis=int(attribute(proto, "axis", 0)))
-    if op == "GatherND":  # its batch_dims, for the domain's index bounds
-        return replace(base, axis=int(attribute(proto, "batch_dims", 0)))
-    if op == "CumSum":  # exclusive or not, for the domain's index bounds
-        return replace(base, axis=1 if attribute(proto, "exclusive", 0) else 0)
-    if op == "Reshape":
-        return replace(base, allowzero=bool(attribute(proto, "allowzero", 0)))
-    if op in _NORMALIZATION:  # onnxruntime also runs LayerNormalization before opset 17
-        return replace(base, rule=Rule.NORMALIZATION)
-    version = opsets.get("")
-    schema = _schema(op, version) if version is not None else None
-    if version is not None and schema is None:  # onnxruntime refuses the model anyway
-        return replace(base, unmodelled=f"{op} is not an operator of ONNX opset {version}")
-    if schema is not None:
-        legacy = "broadcast" in schema.attributes  # Add..Less and Gemm of opsets 1 and 6
-    else:  # no opset imported (IR version < 3): go by the attribute
-        legacy = any(a.name == "broadcast" for a in proto.attribute)
-    if legacy:
-        # Opsets before 7: no attribute is broadcast=0 (shapes match exactly); broadcast=1
-        # broadcasts B into A from `axis` (suffix matching without it): the PDPD rule.
-        on = bool(attribute(proto, "broadcast", 0))
-        if op == "Gemm":
-            mode = Mode.UNIDIRECTIONAL if on else Mode.NONE
-            return replace(_gemm(base, proto), mode=mode)
-        return replace(
-            base,
-            rule=Rule.ELEMENTWISE,
-            mode=Mode.PDPD if on else Mode.NONE,
-            axis=int(attribute(proto, "axis", -1)),
-        )
-    if op in MULTIDIRECTIONAL_OPS:
-        if op in _SAME_SHAPE_BEFORE_8 and schema is not None and schema.since_version < 8:
-            return replace(base, rule=Rule.MULTIDIRECTIONAL, mode=Mode.NONE)
-        return replace(base, rule=Rule.MULTIDIRECTIONAL)
-    if op == "SwiGLU":  # opset 28: "A and B must have identical shapes"
-        return replace(base, rule=Rule.MULTIDIRECTIONAL, mode=Mode.NONE)
-    if op == "Gemm":
-        return _gemm(base, proto)
-    if op == "PRelu" and (schema is None or schema.since_version >= 7):
-        return replace(base, rule=Rule.PRELU)  # PRelu-1/-6 say nothing about broadcasting
-    if op == "Expand":
-        return replace(base, rule=Rule.EXPAND, mode=Mode.BIDIRECTIONAL)
-    return base
-
-
-def _other_domain(base: Node, *, local: bool) -> Node:
-    """Give a node of another operator set its rule, or say that bcast cannot model it.
-
-    ``local``: a model-local function implements it (its body is read as a subgraph).
-    """
-    if rule_for(base.domain, base.op) is not None:
-        return replace(base, rule=Rule.OPERATOR)
-    if local or onnx.defs.has(base.op, base.domain):  # ai.onnx.ml: ONNX's inference knows it
-        return base
-    return replace(
-        base,
-        unmodelled=f"op {base.domain}.{base.op} has no shape rule in bcast (nor in ONNX)",
-    )
-
-
-def _int_attributes(proto: onnx.NodeProto) -> tuple[tuple[str, int | tuple[int, ...]], ...]:
-    """Return the integer attributes of a node, for its operator rule (`rules_base`)."""
-    found: list[tuple[str, int | tuple[int, ...]]] = []
-    for attr in proto.attribute:
-        if attr.type == onnx.AttributeProto.INT:
-            found.append((attr.name, int(attr.i)))
-        elif attr.type == onnx.AttributeProto.INTS:
-            found.append((attr.name, tuple(int(v) for v in attr.ints)))
-    return tuple(found)
-
-
-def _gemm(base: Node, proto: onnx.NodeProto) -> Node:
-    return replace(
-        base,
-        rule=Rule.GEMM,
-        trans_a=bool(attribute(proto, "transA", 0)),
-        trans_b=bool(attribute(proto, "transB", 0)),
+    return Node(
+        prefix + (proto.name or f"{op}_{index}"),
+        op,
+        tuple(proto.input),
+        outputs,
+        output_shapes=tuple(peer.get(o, Shape.dynamic()) for o in outputs),
+        **node_kind(
+            proto, opsets, local=local
+        ),  # built once: dataclasses.replace costs 10 us a call
     )
