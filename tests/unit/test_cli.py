@@ -531,9 +531,7 @@ class TestInstalledEntryPoint:
             "leave(None if sys.argv[1] == 'none' else 'said' if sys.argv[1] == 'text' else 3)\n"
         )
         for how, status in (("int", 3), ("none", 0), ("text", 1), ("thread", 3)):
-            proc = subprocess.run(
-                [sys.executable, "-c", code, how], capture_output=True, text=True, timeout=60
-            )
+            proc = _python(code, how)
             assert proc.returncode == status, (how, proc.stderr)
             assert proc.stdout.startswith("x" * 100000), how
             assert "handler ran" in proc.stdout, how
@@ -555,7 +553,6 @@ class TestInstalledEntryPoint:
     def test_check_of_an_onnx_file_imports_neither_onnx_nor_numpy_here(self) -> None:
         # the file is parsed and read in the worker (bcast.loading): this process, the one
         # the user waits on, loads neither library, by the API nor by the command line
-        model = str(Path(__file__).parents[1] / "fixtures" / "real" / "resnet_torchscript.onnx")
         code = (
             "import atexit, sys\n"
             "atexit.register(lambda: print(sorted({'onnx', 'numpy'} & set(sys.modules)),"
@@ -569,15 +566,12 @@ class TestInstalledEntryPoint:
             "    main()\n"
         )
         for how in ("api", "cli"):
-            proc = subprocess.run(
-                [sys.executable, "-c", code, how, model], capture_output=True, text=True
-            )
+            proc = _python(code, how, RESNET)
             assert proc.returncode == 0, proc.stderr
             assert proc.stderr.strip().splitlines()[-1] == "[]", (how, proc.stderr)
 
     def test_the_worker_starts_before_anything_else_of_bcast_loads(self) -> None:
         # python -m bcast check: the worker's interpreter and onnx load while bcast loads here
-        model = str(Path(__file__).parents[1] / "fixtures" / "real" / "resnet_torchscript.onnx")
         code = (
             "import sys, bcast._spawn as s\n"
             "real = s.spawn\n"
@@ -590,9 +584,7 @@ class TestInstalledEntryPoint:
             "from bcast.__main__ import main\n"
             "main()\n"
         )
-        proc = subprocess.run(
-            [sys.executable, "-c", code, model], capture_output=True, text=True, timeout=120
-        )
+        proc = _python(code, RESNET)
         assert proc.returncode == 0, proc.stderr
         said = proc.stderr.strip().splitlines()
         assert said[0] == "['bcast', 'bcast.__main__', 'bcast._spawn'] bcast.onnx.reader", said
@@ -616,3 +608,13 @@ class TestInstalledEntryPoint:
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         )
         assert proc.stdout.strip() == "[]"
+
+
+RESNET = str(Path(__file__).parents[1] / "fixtures" / "real" / "resnet_torchscript.onnx")
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c code args...`` in a fresh interpreter; its output as text."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120
+    )
