@@ -137,3 +137,45 @@ def test_ir_select_pdpd_runs_through_bcast_select(tmp_path: Path) -> None:
     (run,) = verify_ir(str(path), seed=3).nodes
     assert run.results["bcast"].value.shape == (2, 3, 4)
     assert run.comparisons["openvino"].agree
+
+
+def test_nncf_fake_quantize_nodes_are_compared_with_openvino_not_skipped() -> None:
+    # NNCF's FakeQuantize IR (tools/real_models/deployed.py): its per-tensor and per-channel
+    # limits, placed by bcast.ops.fake_quantize and by OpenVINO's CPU plugin, agree
+    from bcast.openvino.verify import verify_ir
+
+    path = (
+        Path(__file__).parents[1] / "fixtures" / "deployed" / "cnn_nncf_fakequantize_openvino.xml"
+    )
+    outcome = verify_ir(str(path), seed=0)
+    fakes = [run for run in outcome.nodes if run.op == "FakeQuantize"]
+    assert len(fakes) == 4 and outcome.skipped == []
+    assert all(run.comparisons["openvino"].agree for run in fakes)
+
+
+def test_a_fake_quantize_limit_placed_elsewhere_disagrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # per-element limits along X's last axis: X is drawn on the levels they make, so a side
+    # that places them otherwise (here: reversed) lands on other levels and is told apart
+    from bcast import ops
+    from bcast.openvino import verify as ir_verify
+
+    x = ov.opset13.parameter([2, 4, 3], np.float32)
+    limits = [ov.opset13.parameter([1, 1, 3], np.float32) for _ in range(4)]
+    node = ov.opset13.fake_quantize(x, *limits, levels=16)
+    path = tmp_path / "fq.xml"
+    ov.save_model(ov.Model([node], [x, *limits], "m"), path)
+    (run,) = ir_verify.verify_ir(str(path), seed=5).nodes
+    assert run.comparisons["openvino"].agree
+
+    original = ops.fake_quantize
+
+    def reversed_limits(x, low, high, out_low, out_high, **kw):  # type: ignore[no-untyped-def]
+        return original(x, low[..., ::-1], high[..., ::-1], out_low, out_high, **kw)
+
+    monkeypatch.setattr(ir_verify.ops, "fake_quantize", reversed_limits)
+    (run,) = ir_verify.verify_ir(str(path), seed=5).nodes
+    assert run.results["bcast"].error is None  # it ran, and answered other values
+    assert run.results["bcast"].value.shape == (2, 4, 3)
+    assert not run.comparisons["openvino"].agree

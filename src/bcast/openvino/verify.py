@@ -75,12 +75,13 @@ _REFERENCE: Final = {
 """OpenVINO's other element-wise operators and the `bcast.ops` function of each (Mod: C
 fmod, ``fmod=1``; the Bitwise ops of bool: the logical ones, bit for bit)."""
 _LOGICAL_OF: Final = {"BitwiseAnd": "and_", "BitwiseOr": "or_", "BitwiseXor": "xor"}
+_FAKE: Final = "FakeQuantize"  # its four limits broadcast onto X (bcast.ops.fake_quantize)
 _SUPPORTED: Final = frozenset(
-    {*_BINARY, *_EXTREMA, *_REFERENCE, "Select", "Broadcast", "PReLU", "PRelu"}
+    {*_BINARY, *_EXTREMA, *_REFERENCE, "Select", "Broadcast", "PReLU", "PRelu", _FAKE}
 )
 _OPERATOR: Final = (
     "verify runs the broadcasting operators bcast.ops implements; this operator's rule "
-    "(FakeQuantize's limits onto X) is checked by bcast check only"
+    "is checked by bcast check only"
 )
 _RULES: Final = frozenset({Rule.ELEMENTWISE, Rule.SELECT, Rule.BROADCAST, Rule.PRELU_CHANNEL})
 _LOGICAL: Final = frozenset({"LogicalAnd", "LogicalOr", "LogicalXor"})
@@ -149,9 +150,10 @@ def verify_ir(
     for index, (node, (version, data)) in enumerate(zip(graph.nodes, layers, strict=True)):
         if node.unmodelled and not is_lost(node):  # a TensorIterator/Loop/If: its bodies
             outcome.skip(node.name, node.op, Skip.IN_BODY, node.unmodelled)
-        if node.rule is Rule.OPERATOR:  # FakeQuantize: its limits are checked by check only
+        fake = node.rule is Rule.OPERATOR and node.op == _FAKE
+        if node.rule is Rule.OPERATOR and not fake:
             outcome.skip(node.name, node.op, Skip.UNSUPPORTED, _OPERATOR)
-        if node.rule not in _RULES:
+        if node.rule not in _RULES and not fake:
             continue
         label = f"{node.name} ({node.op})"
         if node.op not in _SUPPORTED:
@@ -181,14 +183,17 @@ def verify_ir(
                 f"{label}: no {key} attribute: OpenVINO reads axis 0, bcast the spec's -1"
             )
         rng = np.random.default_rng([seed, index])
-        arrays = _inputs(node, concrete, targets, precisions, rng)
+        if fake:
+            arrays = _fake_quantize_inputs(node, concrete, int(data.get("levels", "2")), rng)
+        else:
+            arrays = _inputs(node, concrete, targets, precisions, rng)
         shown = tuple((n, Shape(a.shape)) for n, a in zip(node.inputs, arrays, strict=True))
         written = node.axis if node.mode is Mode.PDPD and node.axis_written else None
         attribute = "mode" if node.rule is Rule.BROADCAST else "auto_broadcast"
         # As written (Broadcast-1 "none"); PRelu has no broadcast attribute.
         mode = None if node.mode is None else data.get(attribute, str(node.mode))
         run = NodeRun(node.name, node.op, shown, mode=mode, axis=written)
-        run.results["bcast"] = attempt(_run_bcast, node, arrays)
+        run.results["bcast"] = attempt(_run_bcast, node, arrays, data)
         constant = [node.rule is Rule.BROADCAST and i > 0 for i in range(len(arrays))]
         op = "PRelu" if node.op == "PReLU" else node.op  # IR's spelling; the op's type name
         result = attempt(
@@ -211,9 +216,11 @@ def _spec_axis(node: Node) -> dict[str, Any]:
     return {"axis": node.axis if node.axis_written else -1}
 
 
-def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]]) -> Any:
+def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]], data: Mapping[str, str]) -> Any:
     mode = node.mode or Mode.NUMPY
     axis = _spec_axis(node)
+    if node.op == _FAKE:  # the levels as the IR writes them; bcast places the limits itself
+        return ops.fake_quantize(*arrays, levels=int(data.get("levels", "")), broadcast=mode)
     if node.op in _BINARY:
         return getattr(ops, _BINARY[node.op])(arrays[0], arrays[1], broadcast=mode, **axis)
     if node.rule is Rule.PRELU_CHANNEL:  # the slope at X's channel axis where it fits
@@ -401,3 +408,32 @@ def _inputs(
         dtype = _dtype(node, index, precisions)
         arrays.append(random_array(shape, dtype, rng, positive=positive))
     return arrays
+
+
+def _fake_quantize_inputs(
+    node: Node, concrete: Sequence[tuple[int, ...]], levels: int, rng: np.random.Generator
+) -> list[npt.NDArray[Any]]:
+    """Draw FakeQuantize's inputs: ordered limits, and X on the levels the limits make.
+
+    X is drawn as ``in_low + k / (levels - 1) * (in_high - in_low)`` for a whole ``k`` from
+    -1 to ``levels`` (below and above the range too), with the limits placed onto X as
+    bcast places them. Each quotient then sits on a level, half a level from any rounding
+    boundary: a runtime that places a limit elsewhere lands on other levels, and two
+    correct ones agree to float32 rounding. Where the limits do not fit onto X as drawn
+    (they broadcast past it), X is drawn at random.
+    """
+    shapes = [tuple(s) for s in concrete]
+    low = rng.uniform(-2.0, -0.5, shapes[1]).astype(np.float32)
+    high = rng.uniform(0.5, 2.0, shapes[2]).astype(np.float32)
+    out_low = rng.uniform(-3.0, -1.0, shapes[3]).astype(np.float32)
+    out_high = rng.uniform(1.0, 3.0, shapes[4]).astype(np.float32)
+    step = rng.integers(-1, levels + 1, shapes[0]).astype(np.float32) / np.float32(levels - 1)
+    try:
+        placed = broadcast_arrays(step, low, high, mode=node.mode or Mode.NUMPY, **_spec_axis(node))
+    except BroadcastError:
+        placed = None
+    if placed is None or placed[0].shape != step.shape:
+        x = rng.uniform(-3.0, 3.0, shapes[0]).astype(np.float32)
+    else:
+        x = (placed[1] + step * (placed[2] - placed[1])).astype(np.float32)
+    return [x, low, high, out_low, out_high]
