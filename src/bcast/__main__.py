@@ -23,10 +23,11 @@ def main() -> None:
     kinds = kinds_for(sys.argv[1:])
     if kinds is not None:  # the worker starts before the rest of bcast and click load
         preload = preload_of(kinds)
-        spawned = spawn(preload)
-        from bcast.models.isolation import adopt
+        with suppress(OSError):  # no process to spare now: the command starts one later
+            spawned = spawn(preload)
+            from bcast.models.isolation import adopt
 
-        adopt(spawned, preload)
+            adopt(spawned, preload)
     from bcast.cli import main as cli
 
     try:

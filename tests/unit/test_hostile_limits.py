@@ -302,6 +302,30 @@ def test_a_worker_started_before_bcast_loads_is_taken_over_or_stopped():
     assert run_isolated("P", "asking", os.getpid) == started[0].pid
 
 
+_NO_PROCESS = """
+import sys
+import bcast._spawn as s
+def refused(preload):
+    raise OSError(24, "Too many open files")
+s.spawn = refused
+sys.argv = ["bcast", "check", sys.argv[1]]
+from bcast.__main__ import main
+main()
+"""
+
+
+def test_a_worker_that_cannot_start_is_one_line_not_a_traceback():
+    # out of processes or file descriptors: the early start gives up quietly, the read says so
+    model = str(Path(__file__).parents[1] / "fixtures" / "real" / "resnet_torchscript.onnx")
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_PROCESS, model], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"bcast: {model}: ONNX could not start its worker process (Too many open files)"
+    ]
+
+
 def test_memory_run_out_of_in_place_is_an_isolation_error_not_a_plain_exception():
     # a step that takes other exceptions as "no answer" must not take this one so; and the
     # error, raised by the call, comes back as it was said, without a second prefix. The cap

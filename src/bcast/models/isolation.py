@@ -66,7 +66,6 @@ __all__ = [
 T = TypeVar("T")
 
 _HEADER: Final = struct.Struct("!Q")
-_MAX_RLIMIT: Final = 2**63 - 1
 _SIGNALS: Final = {signal.SIGSEGV: "signal 11", signal.SIGKILL: "killed"}
 WATCH_SECONDS: Final = 0.02
 """How often the process tree's resident memory is read while the worker works."""
@@ -223,7 +222,8 @@ def prestart(kinds: tuple[str, ...] = ()) -> None:
         shutdown()
     if _worker is None or not _worker.alive():
         shutdown()
-        _worker = _Worker(chosen.max_memory, chosen.memory(), preload)
+        with suppress(OSError):  # no process to spare: the first call says so
+            _worker = _Worker(chosen.max_memory, chosen.memory(), preload)
 
 
 def adopt(spawned: Spawned, preload: str) -> None:
@@ -340,7 +340,12 @@ def _run(
     if _worker is not None and (_worker.asked != chosen.max_memory or not _worker.alive()):
         shutdown()
     if _worker is None:
-        _worker = _Worker(chosen.max_memory, chosen.memory())
+        try:
+            _worker = _Worker(chosen.max_memory, chosen.memory())
+        except OSError as err:  # out of processes or file descriptors
+            raise IsolationError(
+                f"{peer} could not start its worker process ({err.strerror or err})"
+            ) from None
     memory = _worker.memory
     payload = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
     kind, value = _worker.call(payload, left)
