@@ -23,7 +23,7 @@ from bcast.models import Rule
 from bcast.models.operator_checks import rule_for
 from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
 
-__all__ = ["MULTIDIRECTIONAL_OPS", "node_kind"]
+__all__ = ["MULTIDIRECTIONAL_OPS", "NORMALIZATION_OPS", "node_kind"]
 
 MULTIDIRECTIONAL_OPS: Final = frozenset(
     {
@@ -35,7 +35,8 @@ MULTIDIRECTIONAL_OPS: Final = frozenset(
 """ONNX operators with multidirectional (NumPy) broadcasting over all their inputs."""
 
 _SAME_SHAPE_BEFORE_8: Final = frozenset({"Max", "Min", "Sum", "Mean"})  # opsets 1 and 6
-_NORMALIZATION: Final = frozenset({"LayerNormalization", "RMSNormalization"})
+NORMALIZATION_OPS: Final = frozenset({"LayerNormalization", "RMSNormalization"})
+"""ONNX operators whose scale and bias broadcast onto the normalized shape of X."""
 
 
 @functools.lru_cache(maxsize=512)
@@ -63,7 +64,7 @@ def node_kind(proto: onnx.NodeProto, opsets: Mapping[str, int], *, local: bool) 
         return {**found, "axis": 1 if attribute(proto, "exclusive", 0) else 0}
     if op == "Reshape":
         return {**found, "allowzero": bool(attribute(proto, "allowzero", 0))}
-    if op in _NORMALIZATION:  # onnxruntime also runs LayerNormalization before opset 17
+    if op in NORMALIZATION_OPS:  # onnxruntime also runs LayerNormalization before opset 17
         return {**found, "rule": Rule.NORMALIZATION}
     version = opsets.get("")
     schema = _schema(op, version) if version is not None else None

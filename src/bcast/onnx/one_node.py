@@ -21,6 +21,7 @@ from onnx import helper, numpy_helper
 
 from bcast.models.reference import elementwise, normalization
 from bcast.models.verification import HarnessError
+from bcast.onnx.node_kinds import NORMALIZATION_OPS
 
 __all__ = ["REFERENCE_OPS", "check_request", "one_node_model", "output_type", "run_reference"]
 
@@ -33,7 +34,6 @@ REFERENCE_OPS: Final = {
 _BOOL_OUT: Final = frozenset(
     {"Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor"}
 )
-_NORMALIZATION: Final = frozenset({"LayerNormalization", "RMSNormalization"})
 
 
 def one_node_model(
@@ -95,7 +95,7 @@ def output_type(proto: onnx.NodeProto, index: int, feeds: Mapping[str, Any]) -> 
     """
     if proto.op_type in _BOOL_OUT:
         return int(onnx.TensorProto.BOOL)
-    if proto.op_type in _NORMALIZATION and index > 0:
+    if proto.op_type in NORMALIZATION_OPS and index > 0:
         return int(onnx.TensorProto.FLOAT)  # Mean, InvStdDev: stash_type float32
     if proto.op_type in ("QuantizeLinear", "DequantizeLinear"):
         attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
@@ -166,7 +166,7 @@ def run_reference(proto: onnx.NodeProto, args: Sequence[Any], opset_version: int
     """
     attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
     op = proto.op_type
-    if op in _NORMALIZATION:
+    if op in NORMALIZATION_OPS:
         return normalization(
             args[0],
             args[1],
