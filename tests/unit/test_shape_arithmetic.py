@@ -283,6 +283,39 @@ def test_space_to_depth_requires_a_multiple_of_the_block_as_onnxruntime_does() -
     assert _agree(model, lambda h: (1, 1, h, 4), range(1, 9)) == [2, 4, 6, 8]
 
 
+def test_negative_pads_require_the_dim_they_cut_as_onnxruntime_does() -> None:
+    # pads end -3 on H: onnxruntime refuses H < 3 ("Tensor shape.Size() must be >= 0")
+    node = helper.make_node("Pad", ["x", "pads"], ["y"])
+    model = _model([node], [1, 1, "H"], [1, 1, 1], [_ints("pads", [0, 0, 0, 0, 0, -3])])
+    assert _agree(model, lambda h: (1, 1, h), range(1, 7)) == [3, 4, 5, 6]
+    assert bcast.check(model).domain.dim("H").sizes == ((3, None),)
+    # Pad-18's axes input: one pad cut at each end of H
+    node = helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])
+    inits = [_ints("pads", [-1, -1]), _ints("axes", [2])]
+    model = _model([node], [1, 1, "H"], [1, 1, 1], inits, opset=18)
+    assert _agree(model, lambda h: (1, 1, h), range(1, 5)) == [2, 3, 4]
+
+
+def test_negative_pads_of_an_ir_require_the_dim_as_openvino_does(tmp_path) -> None:
+    ov = pytest.importorskip("openvino")
+    x = ov.opset12.parameter([1, -1], np.float32)
+    begin, end = (ov.opset12.constant(np.array(v, np.int64)) for v in ([0, -1], [0, -2]))
+    pad = ov.opset12.pad(x, begin, end, "constant")
+    path = str(tmp_path / "pad.xml")
+    ov.save_model(ov.Model([pad], [x], "m"), path)
+    compiled = ov.Core().compile_model(path, "CPU")
+    runs = []
+    for w in range(1, 6):
+        try:
+            compiled([np.ones((1, w), np.float32)])
+            runs.append(w)
+        except RuntimeError:  # OpenVINO's refusal of a negative output dim
+            pass
+    assert runs == [3, 4, 5]
+    (axis,) = [d for d in bcast.check(path).domain.dims if d.sizes != ((1, None),)]
+    assert axis.sizes == ((3, None),)
+
+
 def test_split_sizes_must_sum_to_the_dim_as_onnxruntime_requires() -> None:
     node = helper.make_node("Split", ["x", "sizes"], ["y", "rest"], axis=2)
     model = _model([node], [1, 1, "H"], [1, 1, 1], [_ints("sizes", [2, 3])], opset=13)

@@ -1,9 +1,10 @@
 """What a node's own shape arithmetic requires of its input dims, for the domain (issue 37).
 
-The readers size SpaceToDepth and Split on symbolic dims with floor divisions
-(`bcast.onnx.spatial_shapes`, `bcast.openvino.ir_spatial`); the runtimes refuse sizes that
-do not divide. `arithmetic_records` says so as `ArithmeticRecord` relations over the input
-dims: ``H % 2 == 0`` ("H must be a multiple of 2"), the split sizes summing to the dim.
+The readers size SpaceToDepth and Split on symbolic dims with floor divisions, and Pad with
+its pads added (`bcast.onnx.spatial_shapes`, `bcast.openvino.ir_spatial`); the runtimes
+refuse sizes that do not divide, and negative sizes. `arithmetic_records` says so as
+`ArithmeticRecord` relations over the input dims: ``H % 2 == 0`` ("H must be a multiple of
+2"), the split sizes summing to the dim, ``W >= 3`` where Pad cuts 3 from W.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from bcast.models.graph import Graph, Node
 
 __all__ = ["ARITHMETIC_OPS", "arithmetic_records"]
 
-ARITHMETIC_OPS: Final = frozenset({"SpaceToDepth", "Split", "VariadicSplit"})
+ARITHMETIC_OPS: Final = frozenset({"SpaceToDepth", "Split", "VariadicSplit", "Pad"})
 """The operators whose shape arithmetic requires a relation of their input dims."""
 
 
@@ -35,6 +36,8 @@ def arithmetic_records(
     SpaceToDepth: each spatial dim a multiple of the block (read from the channels, ``C*b^k``
     out of ``C``). Split into equal parts: the dim a multiple of their count; into constant
     sizes: the sizes summing to the dim; VariadicSplit's ``-1``: the others at most the dim.
+    Pad with constant pads that cut (their sum on an axis negative): the dim at least the
+    cut, as onnxruntime and OpenVINO refuse a negative size.
 
     Examples
     --------
@@ -49,6 +52,8 @@ def arithmetic_records(
     x = inputs[0]
     if node.op == "SpaceToDepth":
         found = _space_to_depth(node, graph, x, outputs[0])
+    elif node.op == "Pad":
+        found = _pad(node, graph, x)
     else:
         found = _split(node, graph, x, outputs)
     return [r for r in found if r.left.symbols or r.right.symbols or not _holds(r)]
@@ -79,6 +84,48 @@ def _space_to_depth(node: Node, graph: Graph, x: Shape, y: Shape) -> list[Arithm
         left = Expr("%", (size, _int(block)))
         found.append(ArithmeticRecord(node.name, node.op, left, "==", _int(0), reason))
     return found
+
+
+def _pad(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
+    """Require each dim that constant negative pads cut to stay at least 0.
+
+    ONNX Pad-11+: ``pads`` ``[x1_begin, x2_begin, ..., x1_end, x2_end]`` over ``axes``
+    (all of them, unless the ``axes`` input says which); IR Pad: ``pads_begin`` and
+    ``pads_end`` over every axis. Pads given as an attribute (ONNX Pad-2) or computed in the
+    graph are not read (`bcast.models.domain_collect.NOT_COLLECTED`).
+
+    >>> g = Graph("m.onnx", "onnx", constants={"p": (0, 0, 0, 0, 0, -3)})
+    >>> node = Node("pad", "Pad", ("x", "p"), ("y",))
+    >>> [(str(r.left), r.relation, str(r.right)) for r in _pad(node, g, Shape.parse("[1,4,w]"))]
+    [('w', '>=', '3')]
+    """
+    rank = x.rank or 0
+    names = [*node.inputs, "", "", ""]
+    if graph.format == "openvino":
+        begin, end = graph.constants.get(names[1]), graph.constants.get(names[2])
+        if begin is None or end is None or len(begin) != rank or len(end) != rank:
+            return []
+        axes: list[int] = list(range(rank))
+        pads = [*begin, *end]
+    else:
+        found = graph.constants.get(names[1]) if names[1] else None
+        given = graph.constants.get(names[3]) if names[3] else None
+        if found is None:
+            return []
+        pads = list(found)
+        axes = list(given) if given is not None else list(range(rank))
+    count = len(axes)
+    if len(pads) != 2 * count or not all(type(v) is int for v in (*pads, *axes)):
+        return []
+    records = []
+    for i, axis in enumerate(axes):
+        cut = -(pads[i] + pads[i + count])
+        size = expr_of(x.dims[axis % rank], graph.expressions) if -rank <= axis < rank else None
+        if cut <= 0 or size is None:
+            continue
+        reason = f"{size} must be at least {cut}: {node.op}'s negative pads cut {cut} from it"
+        records.append(ArithmeticRecord(node.name, node.op, size, ">=", _int(cut), reason))
+    return records
 
 
 def _split(node: Node, graph: Graph, x: Shape, outputs: Sequence[Shape]) -> list[ArithmeticRecord]:

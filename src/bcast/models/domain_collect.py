@@ -36,7 +36,7 @@ __all__ = ["NOT_COLLECTED", "Record", "collect_other"]
 
 NOT_COLLECTED: Final = (
     "If/Loop/Scan bodies (they run for some data only)",
-    "Pad's negative pads (the dim must stay at least 0)",
+    "Pad's negative pads given as an attribute (opsets before 11) or computed in the graph",
     "OpenVINO's rule that a pooling window rounding up fits the padded input",
     "OpenVINO Interpolate and StridedSlice on symbolic dims",
     "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",
@@ -75,8 +75,8 @@ def collect_other(
     inputs = [
         values.get(name, Shape.dynamic()) if name else Shape.dynamic() for name in node.inputs
     ]
-    if any(s.rank is None for s in inputs):
-        return
+    if any(s.rank is None for name, s in zip(node.inputs, inputs, strict=True) if name):
+        return  # an optional input left out (Pad-18's constant_value "") is no unknown
     if node.op == "MatMul" and len(inputs) == 2 and inputs[0].rank and inputs[1].rank:
         a, b = _transposed(inputs[0].dims, node.trans_a), _transposed(inputs[1].dims, node.trans_b)
         inner = b[-2] if len(b) >= 2 else b[0]
@@ -107,7 +107,7 @@ def collect_other(
         for axis, dim in enumerate(output.dims if output is not None and output.rank else ()):
             if axis >= 2 and not dim.is_static and dim.name in graph.expressions:
                 records.append(WindowRecord(node.name, node.op, axis, dim))
-    elif node.op in ARITHMETIC_OPS and node.outputs:  # SpaceToDepth's H % b, Split's parts
+    elif node.op in ARITHMETIC_OPS and node.outputs:  # SpaceToDepth, Split, Pad's cut
         outs = [values.get(name, Shape.dynamic()) for name in node.outputs if name]
         records.extend(arithmetic_records(node, graph, inputs, outs))
     elif node.op == "GatherND" and len(inputs) == 2 and graph.format == "onnx":
