@@ -296,24 +296,40 @@ def test_negative_pads_require_the_dim_they_cut_as_onnxruntime_does() -> None:
     assert _agree(model, lambda h: (1, 1, h), range(1, 5)) == [2, 3, 4]
 
 
-def test_negative_pads_of_an_ir_require_the_dim_as_openvino_does(tmp_path) -> None:
+def test_reflected_pads_require_a_larger_dim_as_onnxruntime_does() -> None:
+    # reflect takes its pads from inside the dim: 2 on each end of H needs H >= 3; edge none
+    for mode, runs in (("reflect", [3, 4, 5]), ("edge", [1, 2, 3, 4, 5])):
+        node = helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)
+        model = _model([node], [1, 1, "H"], [1, 1, 1], [_ints("pads", [0, 0, 2, 0, 0, 2])])
+        assert _agree(model, lambda h: (1, 1, h), range(1, 6)) == runs, mode
+
+
+@pytest.mark.parametrize(
+    ("mode", "begin", "end", "runs"),
+    [
+        ("constant", [0, -1], [0, -2], [3, 4, 5]),  # cut 3
+        ("reflect", [0, 2], [0, 1], [3, 4, 5]),  # mirrors 2: W > 2
+        ("symmetric", [0, 2], [0, 1], [2, 3, 4, 5]),  # mirrors 2: W >= 2
+    ],
+)
+def test_pads_of_an_ir_require_the_dim_as_openvino_does(tmp_path, mode, begin, end, runs) -> None:
     ov = pytest.importorskip("openvino")
     x = ov.opset12.parameter([1, -1], np.float32)
-    begin, end = (ov.opset12.constant(np.array(v, np.int64)) for v in ([0, -1], [0, -2]))
-    pad = ov.opset12.pad(x, begin, end, "constant")
+    limits = (ov.opset12.constant(np.array(v, np.int64)) for v in (begin, end))
+    pad = ov.opset12.pad(x, *limits, mode)
     path = str(tmp_path / "pad.xml")
     ov.save_model(ov.Model([pad], [x], "m"), path)
     compiled = ov.Core().compile_model(path, "CPU")
-    runs = []
+    ran = []
     for w in range(1, 6):
         try:
             compiled([np.ones((1, w), np.float32)])
-            runs.append(w)
-        except RuntimeError:  # OpenVINO's refusal of a negative output dim
+            ran.append(w)
+        except RuntimeError:  # OpenVINO's refusal (a negative dim, a pad past the mirror)
             pass
-    assert runs == [3, 4, 5]
+    assert ran == runs
     (axis,) = [d for d in bcast.check(path).domain.dims if d.sizes != ((1, None),)]
-    assert axis.sizes == ((3, None),)
+    assert axis.sizes == ((runs[0], None),)
 
 
 def test_split_sizes_must_sum_to_the_dim_as_onnxruntime_requires() -> None:

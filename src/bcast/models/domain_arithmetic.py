@@ -87,12 +87,16 @@ def _space_to_depth(node: Node, graph: Graph, x: Shape, y: Shape) -> list[Arithm
 
 
 def _pad(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
-    """Require each dim that constant negative pads cut to stay at least 0.
+    """Require each dim that constant negative pads cut to stay at least 0, and more.
 
     ONNX Pad-11+: ``pads`` ``[x1_begin, x2_begin, ..., x1_end, x2_end]`` over ``axes``
     (all of them, unless the ``axes`` input says which); IR Pad: ``pads_begin`` and
-    ``pads_end`` over every axis. Pads given as an attribute (ONNX Pad-2) or computed in the
-    graph are not read (`bcast.models.domain_collect.NOT_COLLECTED`).
+    ``pads_end`` over every axis. A mirrored pad (``reflect``: ONNX and IR; ``symmetric``: IR)
+    takes its values from inside the dim: the dim must be larger than a reflect pad
+    (onnxruntime refuses less; OpenVINO's Pad-12 text: "not greater than data.shape[D] - 1")
+    and at least a symmetric one ("not greater than data.shape[D]"). Pads given as an
+    attribute (ONNX Pad-2) or computed in the graph are not read
+    (`bcast.models.domain_collect.NOT_COLLECTED`).
 
     >>> g = Graph("m.onnx", "onnx", constants={"p": (0, 0, 0, 0, 0, -3)})
     >>> node = Node("pad", "Pad", ("x", "p"), ("y",))
@@ -117,14 +121,23 @@ def _pad(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
     count = len(axes)
     if len(pads) != 2 * count or not all(type(v) is int for v in (*pads, *axes)):
         return []
+    mirrored = dict(node.attrs)
+    beyond = 1 if "reflect" in mirrored else 0 if "symmetric" in mirrored else None
     records = []
     for i, axis in enumerate(axes):
-        cut = -(pads[i] + pads[i + count])
         size = expr_of(x.dims[axis % rank], graph.expressions) if -rank <= axis < rank else None
-        if cut <= 0 or size is None:
+        if size is None:
             continue
-        reason = f"{size} must be at least {cut}: {node.op}'s negative pads cut {cut} from it"
-        records.append(ArithmeticRecord(node.name, node.op, size, ">=", _int(cut), reason))
+        cut = -(pads[i] + pads[i + count])
+        if cut > 0:
+            reason = f"{size} must be at least {cut}: {node.op}'s negative pads cut {cut} from it"
+            records.append(ArithmeticRecord(node.name, node.op, size, ">=", _int(cut), reason))
+        widest = max(pads[i], pads[i + count])
+        if beyond is not None and widest > 0:  # a mirror takes its pads from inside the dim
+            need = widest + beyond
+            mode = "reflect" if beyond else "symmetric"
+            reason = f"{size} must be at least {need}: {node.op} ({mode}) mirrors {widest} values"
+            records.append(ArithmeticRecord(node.name, node.op, size, ">=", _int(need), reason))
     return records
 
 

@@ -62,6 +62,8 @@ def node_kind(proto: onnx.NodeProto, opsets: Mapping[str, int], *, local: bool) 
         return {**found, "axis": int(attribute(proto, "batch_dims", 0))}
     if op == "CumSum":  # exclusive or not, for the domain's index bounds
         return {**found, "axis": 1 if attribute(proto, "exclusive", 0) else 0}
+    if op == "Pad" and attribute(proto, "mode", "constant") in (b"reflect", "reflect"):
+        return {**found, "attrs": (("reflect", 1),)}  # for the domain: pads below the dim
     if op == "Reshape":
         return {**found, "allowzero": bool(attribute(proto, "allowzero", 0))}
     if op in NORMALIZATION_OPS:  # onnxruntime also runs LayerNormalization before opset 17

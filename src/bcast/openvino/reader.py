@@ -441,6 +441,8 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
         return Node(**fields, causal=data.get("causal", "false").lower() == "true")
     elif layer.type == "Reshape":
         return Node(**fields, allowzero=data.get("special_zero", "false").lower() != "true")
+    elif layer.type == "Pad" and data.get("pad_mode") in ("reflect", "symmetric"):
+        return Node(**fields, attrs=((data["pad_mode"], 1),))  # for the domain: mirrored pads
     elif layer.type in ("PReLU", "PRelu"):  # the slope per channel where it fits (core/channels.py)
         return Node(**fields, rule=Rule.PRELU_CHANNEL)
     else:
