@@ -332,6 +332,53 @@ def test_pads_of_an_ir_require_the_dim_as_openvino_does(tmp_path, mode, begin, e
     assert axis.sizes == ((runs[0], None),)
 
 
+@pytest.mark.parametrize(
+    ("equation", "a", "b"),
+    [
+        ("ij,jk->ik", [2, "N"], ["M", 3]),  # a label's dims broadcast as NumPy's (1 with 3)
+        ("...ij,...jk->...ik", ["N", 2, 2], ["M", 2, 3]),  # and the dims under ...
+    ],
+)
+def test_einsum_labels_broadcast_as_onnxruntime_and_openvino_take_them(
+    tmp_path, equation, a, b
+) -> None:
+    node = helper.make_node("Einsum", ["a", "b"], ["c"], equation=equation)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, d) for n, d in (("a", a), ("b", b))],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ov = pytest.importorskip("openvino")
+    ins = [ov.opset12.parameter([-1 if isinstance(d, str) else d for d in s], np.float32,
+                                name=name) for name, s in (("a", a), ("b", b))]  # fmt: skip
+    ir = str(tmp_path / "einsum.xml")
+    ov.save_model(ov.Model([ov.opset12.einsum(ins, equation)], ins, "m"), ir)
+    compiled = ov.Core().compile_model(ir, "CPU")
+    ir_names = [f"{n}.{s.index(d)}" for n, s in (("a", a), ("b", b)) for d in s if d in ("N", "M")]
+    for n, m in ((2, 2), (2, 3), (1, 3), (3, 1), (3, 3)):
+        feeds = [np.ones([n if d == "N" else m if d == "M" else d for d in s], np.float32)
+                 for s in (a, b)]  # fmt: skip
+        try:
+            session.run(None, dict(zip("ab", feeds, strict=True)))
+            runs = True
+        except Exception:  # onnxruntime's refusal
+            runs = False
+        report = bcast.check(model, dims={"N": n, "M": m})
+        assert (not any(f.severity is Severity.ERROR for f in report.findings)) == runs, (n, m)
+        try:
+            compiled(feeds)
+            ov_runs = True
+        except RuntimeError:
+            ov_runs = False
+        assert ov_runs == runs, (n, m)
+        ir_dims = dict(zip(ir_names, (n, m), strict=True))  # the IR names a dim input.axis
+        ir_report = bcast.check(ir, dims=ir_dims)
+        assert (not any(f.severity is Severity.ERROR for f in ir_report.findings)) == runs
+
+
 def test_split_sizes_must_sum_to_the_dim_as_onnxruntime_requires() -> None:
     node = helper.make_node("Split", ["x", "sizes"], ["y", "rest"], axis=2)
     model = _model([node], [1, 1, "H"], [1, 1, 1], [_ints("sizes", [2, 3])], opset=13)

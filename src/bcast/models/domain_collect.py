@@ -31,7 +31,7 @@ from bcast.models.domain import (
 from bcast.models.domain_arithmetic import ARITHMETIC_OPS, arithmetic_records
 from bcast.models.graph import Graph, Node
 
-__all__ = ["NOT_COLLECTED", "Record", "collect_other"]
+__all__ = ["NOT_COLLECTED", "Record", "collect_other", "einsum_labels"]
 
 
 NOT_COLLECTED: Final = (
@@ -84,6 +84,8 @@ def collect_other(
         if len(a) > 2 or len(b) > 2:
             batch = [Shape(a[:-2]), Shape(b[:-2] if len(b) >= 2 else ())]
             _record(node, graph, batch, Mode.NUMPY, records, ["A", "B"])
+    elif node.op == "Einsum" and node.attrs:
+        _einsum(node, graph, inputs, records)
     elif node.op == "ScaledDotProductAttention" and len(inputs) >= 3:
         _attention(node, graph, inputs, records)
     elif node.op == "Concat" and len(inputs) > 1:
@@ -300,3 +302,70 @@ def _record(
         return
     found = tuple(decided_conditions(p, names, graph.expressions))
     records.append(PlanRecord(node.name, node.op, p, found, axis=skip))
+
+
+_ELLIPSIS: Final = -1
+
+
+def einsum_labels(equation: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Return an Einsum equation's operand labels as `Node.attrs` (``()``: not readable).
+
+    One entry per operand, ``("in<k>", labels)``: each label its letter's code point,
+    ``...`` as -1.
+
+    >>> einsum_labels("bij, bjk -> bik")
+    (('in0', (98, 105, 106)), ('in1', (98, 106, 107)))
+    >>> einsum_labels("...ij,j->...i")[0]
+    ('in0', (-1, 105, 106))
+    """
+    terms = equation.replace(" ", "").split("->")[0].split(",")
+    found = []
+    for k, term in enumerate(terms):
+        if term.count("...") > 1:
+            return ()
+        codes: list[int] = []
+        for i, part in enumerate(term.split("...")):
+            if i:
+                codes.append(_ELLIPSIS)
+            if not all(c.isalpha() and c.isascii() for c in part):
+                return ()
+            codes.extend(ord(c) for c in part)
+        found.append((f"in{k}", tuple(codes)))
+    return tuple(found)
+
+
+def _einsum(node: Node, graph: Graph, inputs: Sequence[Shape], records: list[Record]) -> None:
+    """Record that each Einsum label's dims broadcast across the operands, as ``...``'s do.
+
+    onnxruntime and NumPy take a label's dims as NumPy broadcasts them (``j`` of 1 with
+    ``j`` of 3 runs; 2 with 3 fails), and the dims under ``...`` likewise, right-aligned.
+    """
+    terms = [labels for name, labels in node.attrs if name.startswith("in")]
+    if len(terms) != len(inputs):
+        return
+    seen: dict[int, list[tuple[str, Dim]]] = {}
+    spans: list[tuple[str, Shape]] = []
+    for name, labels, shape in zip(node.inputs, terms, inputs, strict=True):
+        codes = labels if isinstance(labels, tuple) else (labels,)
+        rank = shape.rank or 0
+        if _ELLIPSIS in codes:
+            at = codes.index(_ELLIPSIS)
+            after = len(codes) - at - 1
+            if rank < len(codes) - 1:
+                return  # fewer dims than labels: ONNX's inference refuses the model
+            spans.append((name, Shape(shape.dims[at : rank - after])))
+            head = zip(codes[:at], shape.dims[:at], strict=True)
+            tail = zip(codes[at + 1 :], shape.dims[rank - after :], strict=True)
+            placed = [*head, *tail]
+        elif len(codes) == rank:
+            placed = list(zip(codes, shape.dims, strict=True))
+        else:
+            return
+        for code, dim in placed:
+            seen.setdefault(code, []).append((name, dim))
+    for found in seen.values():
+        if len(found) > 1:
+            shapes = [Shape((dim,)) for _, dim in found]
+            _record(node, graph, shapes, Mode.NUMPY, records, [n for n, _ in found])
+    if len(spans) > 1:
+        _record(node, graph, [s for _, s in spans], Mode.NUMPY, records, [n for n, _ in spans])

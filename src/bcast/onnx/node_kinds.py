@@ -20,6 +20,7 @@ import onnx
 
 from bcast.core.modes import Mode
 from bcast.models import Rule
+from bcast.models.domain_collect import einsum_labels
 from bcast.models.operator_checks import rule_for
 from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
 
@@ -64,6 +65,10 @@ def node_kind(proto: onnx.NodeProto, opsets: Mapping[str, int], *, local: bool) 
         return {**found, "axis": 1 if attribute(proto, "exclusive", 0) else 0}
     if op == "Pad" and attribute(proto, "mode", "constant") in (b"reflect", "reflect"):
         return {**found, "attrs": (("reflect", 1),)}  # for the domain: pads below the dim
+    if op == "Einsum":  # for the domain: each label's dims broadcast across the operands
+        equation = attribute(proto, "equation", b"")
+        text = equation.decode("utf-8", "replace") if isinstance(equation, bytes) else ""
+        return {**found, "attrs": einsum_labels(text)}
     if op == "Reshape":
         return {**found, "allowzero": bool(attribute(proto, "allowzero", 0))}
     if op in NORMALIZATION_OPS:  # onnxruntime also runs LayerNormalization before opset 17

@@ -27,6 +27,7 @@ from bcast.core.errors import BroadcastError
 from bcast.core.modes import Mode
 from bcast.core.shape import Shape
 from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity
+from bcast.models.domain_collect import einsum_labels
 from bcast.models.files import model_file_size, read_model_file
 from bcast.models.isolation import run_isolated
 from bcast.openvino.ir_shapes import refine_ir
@@ -441,6 +442,8 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
         return Node(**fields, causal=data.get("causal", "false").lower() == "true")
     elif layer.type == "Reshape":
         return Node(**fields, allowzero=data.get("special_zero", "false").lower() != "true")
+    elif layer.type == "Einsum":  # for the domain: each label's dims broadcast
+        return Node(**fields, attrs=einsum_labels(data.get("equation", "")))
     elif layer.type == "Pad" and data.get("pad_mode") in ("reflect", "symmetric"):
         return Node(**fields, attrs=((data["pad_mode"], 1),))  # for the domain: mirrored pads
     elif layer.type in ("PReLU", "PRelu"):  # the slope per channel where it fits (core/channels.py)
