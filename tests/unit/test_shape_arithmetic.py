@@ -379,6 +379,34 @@ def test_einsum_labels_broadcast_as_onnxruntime_and_openvino_take_them(
         assert (not any(f.severity is Severity.ERROR for f in ir_report.findings)) == runs
 
 
+@pytest.mark.parametrize("opset", [11, 17])  # axes as an attribute, then as an input
+def test_squeeze_requires_the_dims_it_removes_to_be_one_as_onnxruntime_does(opset) -> None:
+    if opset >= 13:
+        node, inits = helper.make_node("Squeeze", ["x", "axes"], ["y"]), [_ints("axes", [2])]
+    else:
+        node, inits = helper.make_node("Squeeze", ["x"], ["y"], axes=[2]), []
+    model = _model([node], [1, 3, "H"], [1, 3], inits, opset=opset)
+    assert _agree(model, lambda h: (1, 3, h), range(1, 4)) == [1]
+
+
+def test_squeeze_of_an_ir_requires_the_dim_to_be_one_as_openvino_does(tmp_path) -> None:
+    ov = pytest.importorskip("openvino")
+    x = ov.opset12.parameter([2, -1, 3], np.float32, name="x")
+    squeezed = ov.opset12.squeeze(x, ov.opset12.constant(np.array([1], np.int64)))
+    path = str(tmp_path / "squeeze.xml")
+    ov.save_model(ov.Model([squeezed], [x], "m"), path)
+    compiled = ov.Core().compile_model(path, "CPU")
+    for w in (1, 2, 3):
+        try:
+            compiled([np.ones((2, w, 3), np.float32)])
+            runs = True
+        except RuntimeError:  # OpenVINO's refusal
+            runs = False
+        report = bcast.check(path, dims={"x.1": w})
+        assert (not any(f.severity is Severity.ERROR for f in report.findings)) == runs, w
+        assert runs == (w == 1)
+
+
 def test_split_sizes_must_sum_to_the_dim_as_onnxruntime_requires() -> None:
     node = helper.make_node("Split", ["x", "sizes"], ["y", "rest"], axis=2)
     model = _model([node], [1, 1, "H"], [1, 1, 1], [_ints("sizes", [2, 3])], opset=13)

@@ -20,7 +20,7 @@ from bcast.models.graph import Graph, Node
 
 __all__ = ["ARITHMETIC_OPS", "arithmetic_records"]
 
-ARITHMETIC_OPS: Final = frozenset({"SpaceToDepth", "Split", "VariadicSplit", "Pad"})
+ARITHMETIC_OPS: Final = frozenset({"SpaceToDepth", "Split", "VariadicSplit", "Pad", "Squeeze"})
 """The operators whose shape arithmetic requires a relation of their input dims."""
 
 
@@ -37,7 +37,8 @@ def arithmetic_records(
     out of ``C``). Split into equal parts: the dim a multiple of their count; into constant
     sizes: the sizes summing to the dim; VariadicSplit's ``-1``: the others at most the dim.
     Pad with constant pads that cut (their sum on an axis negative): the dim at least the
-    cut, as onnxruntime and OpenVINO refuse a negative size.
+    cut, as onnxruntime and OpenVINO refuse a negative size. Squeeze of constant axes: each
+    of those dims 1.
 
     Examples
     --------
@@ -54,6 +55,8 @@ def arithmetic_records(
         found = _space_to_depth(node, graph, x, outputs[0])
     elif node.op == "Pad":
         found = _pad(node, graph, x)
+    elif node.op == "Squeeze":
+        found = _squeeze(node, graph, x)
     else:
         found = _split(node, graph, x, outputs)
     return [r for r in found if r.left.symbols or r.right.symbols or not _holds(r)]
@@ -139,6 +142,33 @@ def _pad(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
             reason = f"{size} must be at least {need}: {node.op} ({mode}) mirrors {widest} values"
             records.append(ArithmeticRecord(node.name, node.op, size, ">=", _int(need), reason))
     return records
+
+
+def _squeeze(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
+    """Require each dim a Squeeze removes to be 1 (onnxruntime and OpenVINO refuse others).
+
+    Its axes: the constant ``axes`` input (ONNX Squeeze-13+, IR), else the attribute
+    (ONNX Squeeze-1 and -11). Without axes a Squeeze removes the dims of size 1 it finds:
+    nothing to require.
+
+    >>> g = Graph("m.onnx", "onnx", constants={"a": (1,)})
+    >>> node = Node("sq", "Squeeze", ("x", "a"), ("y",))
+    >>> [(str(r.left), r.relation, str(r.right)) for r in _squeeze(node, g, Shape.parse("[2,s,3]"))]
+    [('s', '==', '1')]
+    """
+    rank = x.rank or 0
+    given = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    written = dict(node.attrs).get("axes")
+    axes = given if given is not None else (written,) if isinstance(written, int) else written
+    found = []
+    for axis in axes or ():
+        if type(axis) is not int or not -rank <= axis < rank:
+            return []
+        size = expr_of(x.dims[axis % rank], graph.expressions)
+        if size is not None:
+            reason = f"{size} must be 1: {node.op} removes axis {axis % rank}"
+            found.append(ArithmeticRecord(node.name, node.op, size, "==", _int(1), reason))
+    return found
 
 
 def _split(node: Node, graph: Graph, x: Shape, outputs: Sequence[Shape]) -> list[ArithmeticRecord]:
