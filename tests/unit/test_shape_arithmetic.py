@@ -407,6 +407,17 @@ def test_squeeze_of_an_ir_requires_the_dim_to_be_one_as_openvino_does(tmp_path) 
         assert runs == (w == 1)
 
 
+def test_top_k_of_a_constant_k_is_sized_and_requires_k_values_as_onnxruntime_does() -> None:
+    # ONNX's inference leaves TopK over a symbolic axis unknown; bcast sizes it [1,1,5] and
+    # requires H >= 5, where it said "not modelled: k, computed in the graph"
+    node = helper.make_node("TopK", ["x", "k"], ["y", "indices"], axis=-1)
+    model = _model([node], [1, 1, "H"], [1, 1, 5], [_ints("k", [5])])
+    assert _agree(model, lambda h: (1, 1, h), range(1, 8)) == [5, 6, 7]
+    report = bcast.check(model)
+    assert report.domain.dim("H").sizes == ((5, None),)
+    assert report.unmodelled == ()
+
+
 def test_split_sizes_must_sum_to_the_dim_as_onnxruntime_requires() -> None:
     node = helper.make_node("Split", ["x", "sizes"], ["y", "rest"], axis=2)
     model = _model([node], [1, 1, "H"], [1, 1, 1], [_ints("sizes", [2, 3])], opset=13)

@@ -20,7 +20,9 @@ from bcast.models.graph import Graph, Node
 
 __all__ = ["ARITHMETIC_OPS", "arithmetic_records"]
 
-ARITHMETIC_OPS: Final = frozenset({"SpaceToDepth", "Split", "VariadicSplit", "Pad", "Squeeze"})
+ARITHMETIC_OPS: Final = frozenset(
+    {"SpaceToDepth", "Split", "VariadicSplit", "Pad", "Squeeze", "TopK"}
+)
 """The operators whose shape arithmetic requires a relation of their input dims."""
 
 
@@ -38,7 +40,7 @@ def arithmetic_records(
     sizes: the sizes summing to the dim; VariadicSplit's ``-1``: the others at most the dim.
     Pad with constant pads that cut (their sum on an axis negative): the dim at least the
     cut, as onnxruntime and OpenVINO refuse a negative size. Squeeze of constant axes: each
-    of those dims 1.
+    of those dims 1. ONNX TopK of a constant ``k``: the axis at least ``k``.
 
     Examples
     --------
@@ -57,6 +59,8 @@ def arithmetic_records(
         found = _pad(node, graph, x)
     elif node.op == "Squeeze":
         found = _squeeze(node, graph, x)
+    elif node.op == "TopK":
+        found = _top_k(node, graph, x)
     else:
         found = _split(node, graph, x, outputs)
     return [r for r in found if r.left.symbols or r.right.symbols or not _holds(r)]
@@ -169,6 +173,25 @@ def _squeeze(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
             reason = f"{size} must be 1: {node.op} removes axis {axis % rank}"
             found.append(ArithmeticRecord(node.name, node.op, size, "==", _int(1), reason))
     return found
+
+
+def _top_k(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
+    """Require an ONNX TopK's axis to hold ``k`` (a constant) values: onnxruntime refuses less.
+
+    >>> g = Graph("m.onnx", "onnx", constants={"k": (5,)})
+    >>> node = Node("top", "TopK", ("x", "k"), ("v", "i"), axis=-1)
+    >>> [(str(r.left), r.relation, str(r.right)) for r in _top_k(node, g, Shape.parse("[1,s]"))]
+    [('s', '>=', '5')]
+    """
+    rank = x.rank or 0
+    k = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    if graph.format != "onnx" or k is None or len(k) != 1 or not -rank <= node.axis < rank:
+        return []
+    size = expr_of(x.dims[node.axis % rank], graph.expressions)
+    if size is None:
+        return []
+    reason = f"{size} must be at least {k[0]}: {node.op} takes the {k[0]} largest along it"
+    return [ArithmeticRecord(node.name, node.op, size, ">=", _int(k[0]), reason)]
 
 
 def _split(node: Node, graph: Graph, x: Shape, outputs: Sequence[Shape]) -> list[ArithmeticRecord]:

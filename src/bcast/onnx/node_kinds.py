@@ -65,6 +65,8 @@ def node_kind(proto: onnx.NodeProto, opsets: Mapping[str, int], *, local: bool) 
         return {**found, "axis": 1 if attribute(proto, "exclusive", 0) else 0}
     if op == "Pad" and attribute(proto, "mode", "constant") in (b"reflect", "reflect"):
         return {**found, "attrs": (("reflect", 1),)}  # for the domain: pads below the dim
+    if op == "TopK":  # its axis, for the domain (the axis holds k values)
+        return {**found, "axis": int(attribute(proto, "axis", -1))}
     if op == "Squeeze":  # for the domain: the axes it removes (an attribute before 13)
         return {**found, "attrs": _int_attributes(proto)}
     if op == "Einsum":  # for the domain: each label's dims broadcast across the operands

@@ -133,7 +133,28 @@ def own_shapes(
         return [_flatten(proto, inputs[0], expressions)]
     if op == "MatMul" and len(inputs) == 2:  # after an operator ONNX does not know
         return [_matmul(inputs[0], inputs[1])]
+    if op == "TopK" and len(proto.input) > 1:  # ONNX leaves a symbolic axis unknown
+        return _top_k(proto, inputs[0], tensors.get(proto.input[1]))
     return None
+
+
+def _top_k(proto: onnx.NodeProto, x: Shape, k: Value | None) -> list[Shape | None] | None:
+    """TopK's values and indices: ``x``'s shape with ``k`` (a constant) on the axis.
+
+    >>> from onnx import helper
+    >>> node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=-1)
+    >>> [str(s) for s in _top_k(node, Shape.parse("[1,seq]"), (5,))]
+    ['[1,5]', '[1,5]']
+    """
+    rank = x.rank
+    axis = int(attribute(proto, "axis", -1))
+    if rank is None or k is None or len(k) != 1 or type(k[0]) is not int or k[0] < 0:
+        return None
+    if not -rank <= axis < rank:
+        return None
+    dims = list(x.dims)
+    dims[axis % rank] = Dim(k[0])
+    return [Shape(dims)] * len(proto.output)
 
 
 def _matmul(a: Shape, b: Shape) -> Shape | None:
