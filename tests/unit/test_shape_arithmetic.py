@@ -418,6 +418,46 @@ def test_top_k_of_a_constant_k_is_sized_and_requires_k_values_as_onnxruntime_doe
     assert report.unmodelled == ()
 
 
+def _channels_model(node: object, inits: Sequence[object], z_dims: Sequence[int]) -> object:
+    return _model([node], [1, "H", 4, 4], z_dims, inits)
+
+
+def test_channels_of_conv_instance_norm_and_depth_to_space_as_onnxruntime_takes_them() -> None:
+    # H is X's channel count here: Conv's W [4, 3/group...], ConvTranspose's W [3, ...],
+    # InstanceNormalization's scale [3], DepthToSpace's block 2 (H a multiple of 4)
+    ones = lambda name, shape: numpy_helper.from_array(np.ones(shape, np.float32), name)  # noqa: E731
+    cases = [
+        (helper.make_node("Conv", ["x", "w"], ["y"]), [ones("w", (4, 3, 1, 1))], [1, 4, 4, 4], [3]),
+        (helper.make_node("Conv", ["x", "w"], ["y"], group=2), [ones("w", (4, 2, 1, 1))],
+         [1, 4, 4, 4], [4]),
+        (helper.make_node("ConvTranspose", ["x", "w"], ["y"]), [ones("w", (3, 2, 1, 1))],
+         [1, 2, 4, 4], [3]),
+        (helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"]),
+         [ones("s", (3,)), ones("b", (3,))], [1, 1, 4, 4], [3]),
+        (helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2), [], [1, 1, 8, 8], [4, 8]),
+    ]  # fmt: skip
+    for node, inits, z_dims, runs in cases:
+        model = _channels_model(node, inits, z_dims)
+        assert _agree(model, lambda h: (1, h, 4, 4), range(1, 9)) == runs, node.op_type
+
+
+def test_depth_to_space_of_an_ir_requires_a_multiple_of_the_block_as_openvino_does(tmp_path):
+    ov = pytest.importorskip("openvino")
+    x = ov.opset12.parameter([1, -1, 4, 4], np.float32, name="x")
+    path = str(tmp_path / "d2s.xml")
+    ov.save_model(ov.Model([ov.opset12.depth_to_space(x, "blocks_first", 2)], [x], "m"), path)
+    compiled = ov.Core().compile_model(path, "CPU")
+    for c in range(1, 9):
+        try:
+            compiled([np.ones((1, c, 4, 4), np.float32)])
+            runs = True
+        except RuntimeError:  # OpenVINO's refusal
+            runs = False
+        report = bcast.check(path, dims={"x.1": c})
+        assert (not any(f.severity is Severity.ERROR for f in report.findings)) == runs, c
+        assert runs == (c % 4 == 0)
+
+
 def test_split_sizes_must_sum_to_the_dim_as_onnxruntime_requires() -> None:
     node = helper.make_node("Split", ["x", "sizes"], ["y", "rest"], axis=2)
     model = _model([node], [1, 1, "H"], [1, 1, 1], [_ints("sizes", [2, 3])], opset=13)

@@ -21,7 +21,7 @@ from bcast.models.graph import Graph, Node
 __all__ = ["ARITHMETIC_OPS", "arithmetic_records"]
 
 ARITHMETIC_OPS: Final = frozenset(
-    {"SpaceToDepth", "Split", "VariadicSplit", "Pad", "Squeeze", "TopK"}
+    {"SpaceToDepth", "DepthToSpace", "Split", "VariadicSplit", "Pad", "Squeeze", "TopK"}
 )
 """The operators whose shape arithmetic requires a relation of their input dims."""
 
@@ -40,7 +40,8 @@ def arithmetic_records(
     sizes: the sizes summing to the dim; VariadicSplit's ``-1``: the others at most the dim.
     Pad with constant pads that cut (their sum on an axis negative): the dim at least the
     cut, as onnxruntime and OpenVINO refuse a negative size. Squeeze of constant axes: each
-    of those dims 1. ONNX TopK of a constant ``k``: the axis at least ``k``.
+    of those dims 1. ONNX TopK of a constant ``k``: the axis at least ``k``. DepthToSpace:
+    the channels a multiple of the block's square.
 
     Examples
     --------
@@ -61,6 +62,8 @@ def arithmetic_records(
         found = _squeeze(node, graph, x)
     elif node.op == "TopK":
         found = _top_k(node, graph, x)
+    elif node.op == "DepthToSpace":
+        found = _depth_to_space(node, graph, x)
     else:
         found = _split(node, graph, x, outputs)
     return [r for r in found if r.left.symbols or r.right.symbols or not _holds(r)]
@@ -173,6 +176,24 @@ def _squeeze(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
             reason = f"{size} must be 1: {node.op} removes axis {axis % rank}"
             found.append(ArithmeticRecord(node.name, node.op, size, "==", _int(1), reason))
     return found
+
+
+def _depth_to_space(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
+    """Require DepthToSpace's channels to be a multiple of the block's square.
+
+    >>> node = Node("d2s", "DepthToSpace", ("x",), ("y",), attrs=(("blocksize", 2),))
+    >>> found = _depth_to_space(node, Graph("m.onnx", "onnx"), Shape.parse("[1,C,4,4]"))
+    >>> [(str(r.left), r.relation, str(r.right)) for r in found]
+    [('C%4', '==', '0')]
+    """
+    block = dict(node.attrs).get("blocksize", dict(node.attrs).get("block_size"))
+    size = expr_of(x.dims[1], graph.expressions) if (x.rank or 0) >= 3 else None
+    if not isinstance(block, int) or block < 1 or size is None:
+        return []
+    square = block ** ((x.rank or 0) - 2)  # ONNX's 4-D: block * block
+    reason = f"{size} must be a multiple of {square} ({node.op}'s block {block}, per spatial axis)"
+    left = Expr("%", (size, _int(square)))
+    return [ArithmeticRecord(node.name, node.op, left, "==", _int(0), reason)]
 
 
 def _top_k(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:

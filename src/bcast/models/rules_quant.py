@@ -12,8 +12,10 @@ definition:
   per output channel (``M`` elements, or one); the bias of ``M`` elements.
 - ``QLinearMatMul``: ``a_scale`` per tensor or per row of ``a``, ``b_scale`` per tensor or
   per column of ``b``; ``y_scale`` of one element.
-- ``Conv`` / ``ConvTranspose``: the bias has one element per output channel (``M``, or
+- ``Conv`` / ``ConvTranspose``: X has the channels W is made for (``group * W.shape[1]``,
+  ``W.shape[0]`` for ConvTranspose); the bias has one element per output channel (``M``, or
   ``group * W.shape[1]`` for ConvTranspose).
+- ``InstanceNormalization``: the scale and the bias one element per channel of X.
 - OpenVINO ``FakeQuantize``: ``input_low``... broadcast onto ``X`` by its ``auto_broadcast``.
 
 Examples
@@ -46,6 +48,7 @@ from bcast.models.rules_base import (
     equal,
     last,
     one_way,
+    times,
 )
 
 __all__ = ["MICROSOFT_QUANT_RULES", "QUANT_RULES", "one_element"]
@@ -167,23 +170,55 @@ def _qlinear_matmul(node: Node, shapes: Operands) -> Outcome:
     return Outcome(tuple(constraints), errors=tuple(errors))
 
 
-def _conv_bias(node: Node, shapes: Operands) -> Outcome:
-    """Conv / ConvTranspose: the bias holds one element per output channel."""
-    w, bias = at(shapes, 1), at(shapes, 2)
-    if not _given(node, 2) or w.rank is None or w.rank < 2 or bias.rank is None:
+def _conv(node: Node, shapes: Operands) -> Outcome:
+    """Conv / ConvTranspose: X's channels as W says, and one bias element per output channel.
+
+    Conv's W is ``[M, C/group, ...]``: X holds ``group * W.shape[1]`` channels; ConvTranspose's
+    W is ``[C, M/group, ...]``: X holds ``W.shape[0]``. ONNX's inference leaves a symbolic C
+    unchecked; onnxruntime refuses another count.
+    """
+    x, w, bias = at(shapes, 0), at(shapes, 1), at(shapes, 2)
+    if w.rank is None or w.rank < 2:
         return Outcome()
-    if node.op == "ConvTranspose":
-        group = attr(node, "group", 1)
-        per = w.dims[1]
-        channels = Dim(per.lo * group) if per.is_static and per.lo is not None else Dim.unknown()
-        said = f"group * W.shape[1] = {group} * {per}"
-    else:
-        channels, said = w.dims[0], f"W.shape[0] = {w.dims[0]}"
-    context = (
-        f"{node.op} bias {bias} needs one element per output channel ({said}); ONNX shape "
-        "inference does not check it, onnxruntime refuses the node: "
+    group = attr(node, "group", 1)
+    constraints = []
+    if x.rank is not None and x.rank >= 2:
+        if node.op == "ConvTranspose":
+            needed, told = w.dims[0], f"W.shape[0] = {w.dims[0]}"
+        else:
+            needed, told = times(group, w.dims[1]), f"group * W.shape[1] = {group} * {w.dims[1]}"
+        context = f"{node.op} X needs the channels W is made for ({told}): "
+        constraints.append(equal("C", dims_of(x.dims[1]), "W", dims_of(needed), context))
+    if _given(node, 2) and bias.rank is not None:
+        if node.op == "ConvTranspose":
+            per = w.dims[1]
+            channels = (
+                Dim(per.lo * group) if per.is_static and per.lo is not None else Dim.unknown()
+            )
+            said = f"group * W.shape[1] = {group} * {per}"
+        else:
+            channels, said = w.dims[0], f"W.shape[0] = {w.dims[0]}"
+        context = (
+            f"{node.op} bias {bias} needs one element per output channel ({said}); ONNX shape "
+            "inference does not check it, onnxruntime refuses the node: "
+        )
+        constraints.append(equal("M", dims_of(channels), "B", bias, context))
+    return Outcome(tuple(constraints))
+
+
+def _instance_norm(node: Node, shapes: Operands) -> Outcome:
+    """InstanceNormalization: the scale and the bias one element per channel of X."""
+    x = at(shapes, 0)
+    if x.rank is None or x.rank < 2:
+        return Outcome()
+    context = f"{node.op} needs one scale and one bias element per channel of X: "
+    return Outcome(
+        tuple(
+            equal("C", dims_of(x.dims[1]), label, at(shapes, i), context)
+            for i, label in ((1, "scale"), (2, "B"))
+            if _given(node, i) and at(shapes, i).rank is not None
+        )
     )
-    return Outcome((equal("M", dims_of(channels), "B", bias, context),))
 
 
 def _fake_quantize(node: Node, shapes: Operands) -> Outcome:
@@ -262,8 +297,9 @@ QUANT_RULES: Final[dict[str, RuleFunction]] = {
     "DequantizeLinear": _linear,
     "QLinearConv": _qlinear_conv,
     "QLinearMatMul": _qlinear_matmul,
-    "Conv": _conv_bias,
-    "ConvTranspose": _conv_bias,
+    "Conv": _conv,
+    "ConvTranspose": _conv,
+    "InstanceNormalization": _instance_norm,
     "FakeQuantize": _fake_quantize,  # OpenVINO IR
 }
 """The ONNX (default domain) and OpenVINO operators of this family, by op type."""

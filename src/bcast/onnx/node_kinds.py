@@ -67,7 +67,7 @@ def node_kind(proto: onnx.NodeProto, opsets: Mapping[str, int], *, local: bool) 
         return {**found, "attrs": (("reflect", 1),)}  # for the domain: pads below the dim
     if op == "TopK":  # its axis, for the domain (the axis holds k values)
         return {**found, "axis": int(attribute(proto, "axis", -1))}
-    if op == "Squeeze":  # for the domain: the axes it removes (an attribute before 13)
+    if op in ("Squeeze", "DepthToSpace"):  # for the domain: axes (before 13), blocksize
         return {**found, "attrs": _int_attributes(proto)}
     if op == "Einsum":  # for the domain: each label's dims broadcast across the operands
         equation = attribute(proto, "equation", b"")

@@ -442,6 +442,8 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
         return Node(**fields, causal=data.get("causal", "false").lower() == "true")
     elif layer.type == "Reshape":
         return Node(**fields, allowzero=data.get("special_zero", "false").lower() != "true")
+    elif layer.type == "DepthToSpace" and _is_int(data.get("block_size", "")):  # the domain
+        return Node(**fields, attrs=(("block_size", int(data["block_size"])),))
     elif layer.type == "Einsum":  # for the domain: each label's dims broadcast
         return Node(**fields, attrs=einsum_labels(data.get("equation", "")))
     elif layer.type == "Pad" and data.get("pad_mode") in ("reflect", "symmetric"):
