@@ -424,7 +424,8 @@ def _channels_model(node: object, inits: Sequence[object], z_dims: Sequence[int]
 
 def test_channels_of_conv_instance_norm_and_depth_to_space_as_onnxruntime_takes_them() -> None:
     # H is X's channel count here: Conv's W [4, 3/group...], ConvTranspose's W [3, ...],
-    # InstanceNormalization's scale [3], DepthToSpace's block 2 (H a multiple of 4)
+    # InstanceNormalization's and BatchNormalization's parameters [3], DepthToSpace's block
+    # 2 (H a multiple of 4)
     ones = lambda name, shape: numpy_helper.from_array(np.ones(shape, np.float32), name)  # noqa: E731
     cases = [
         (helper.make_node("Conv", ["x", "w"], ["y"]), [ones("w", (4, 3, 1, 1))], [1, 4, 4, 4], [3]),
@@ -434,6 +435,8 @@ def test_channels_of_conv_instance_norm_and_depth_to_space_as_onnxruntime_takes_
          [1, 2, 4, 4], [3]),
         (helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"]),
          [ones("s", (3,)), ones("b", (3,))], [1, 1, 4, 4], [3]),
+        (helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"]),
+         [ones(n, (3,)) for n in "sbmv"], [1, 1, 4, 4], [3]),
         (helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2), [], [1, 1, 8, 8], [4, 8]),
     ]  # fmt: skip
     for node, inits, z_dims, runs in cases:

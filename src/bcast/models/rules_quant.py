@@ -15,7 +15,8 @@ definition:
 - ``Conv`` / ``ConvTranspose``: X has the channels W is made for (``group * W.shape[1]``,
   ``W.shape[0]`` for ConvTranspose); the bias has one element per output channel (``M``, or
   ``group * W.shape[1]`` for ConvTranspose).
-- ``InstanceNormalization``: the scale and the bias one element per channel of X.
+- ``InstanceNormalization``, ``BatchNormalization``: the scale, the bias (and the running
+  mean and variance) one element per channel of X.
 - OpenVINO ``FakeQuantize``: ``input_low``... broadcast onto ``X`` by its ``auto_broadcast``.
 
 Examples
@@ -206,16 +207,23 @@ def _conv(node: Node, shapes: Operands) -> Outcome:
     return Outcome(tuple(constraints))
 
 
-def _instance_norm(node: Node, shapes: Operands) -> Outcome:
-    """InstanceNormalization: the scale and the bias one element per channel of X."""
+_PER_CHANNEL: Final = {
+    "InstanceNormalization": ("scale", "B"),
+    "BatchNormalization": ("scale", "B", "input_mean", "input_var"),
+}
+
+
+def _per_channel(node: Node, shapes: Operands) -> Outcome:
+    """InstanceNormalization, BatchNormalization: each parameter one element per channel."""
     x = at(shapes, 0)
     if x.rank is None or x.rank < 2:
         return Outcome()
-    context = f"{node.op} needs one scale and one bias element per channel of X: "
+    labels = _PER_CHANNEL[node.op]
+    context = f"{node.op} needs one {', '.join(labels)} element per channel of X: "
     return Outcome(
         tuple(
             equal("C", dims_of(x.dims[1]), label, at(shapes, i), context)
-            for i, label in ((1, "scale"), (2, "B"))
+            for i, label in enumerate(labels, start=1)
             if _given(node, i) and at(shapes, i).rank is not None
         )
     )
@@ -299,7 +307,8 @@ QUANT_RULES: Final[dict[str, RuleFunction]] = {
     "QLinearMatMul": _qlinear_matmul,
     "Conv": _conv,
     "ConvTranspose": _conv,
-    "InstanceNormalization": _instance_norm,
+    "InstanceNormalization": _per_channel,
+    "BatchNormalization": _per_channel,
     "FakeQuantize": _fake_quantize,  # OpenVINO IR
 }
 """The ONNX (default domain) and OpenVINO operators of this family, by op type."""
