@@ -444,6 +444,40 @@ def test_channels_of_conv_instance_norm_and_depth_to_space_as_onnxruntime_takes_
         assert _agree(model, lambda h: (1, h, 4, 4), range(1, 9)) == runs, node.op_type
 
 
+@pytest.mark.parametrize(("opset", "scale"), [(18, 2), (21, 4)])  # per group, then per channel
+def test_group_normalization_as_onnxruntime_takes_it(opset, scale) -> None:
+    # 2 groups: H (the channels) a multiple of 2; opset 21's scale and bias per channel (4)
+    params = [numpy_helper.from_array(np.ones(scale, np.float32), n) for n in ("s", "b")]
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)
+    model = _model([node], [1, "H", 4, 4], [1, 1, 4, 4], params, opset=opset)
+    runs = [2, 4, 6, 8] if opset == 18 else [4]
+    assert _agree(model, lambda h: (1, h, 4, 4), range(1, 9)) == runs
+    assert bcast.check(model).unmodelled == ()
+
+
+def test_grid_sample_needs_the_batch_of_x_as_onnxruntime_does() -> None:
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"])
+    grid = helper.make_tensor_value_info("grid", TensorProto.FLOAT, ["M", 2, 2, 2])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4, 4]), grid],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, m in ((1, 1), (1, 2), (2, 1), (2, 2)):
+        feeds = {"x": np.ones((n, 1, 4, 4), np.float32), "grid": np.zeros((m, 2, 2, 2), np.float32)}
+        try:
+            session.run(None, feeds)
+            runs = True
+        except Exception:  # onnxruntime's refusal
+            runs = False
+        report = bcast.check(model, dims={"N": n, "M": m})
+        assert (not any(f.severity is Severity.ERROR for f in report.findings)) == runs, (n, m)
+        assert runs == (n == m)
+
+
 def test_depth_to_space_of_an_ir_requires_a_multiple_of_the_block_as_openvino_does(tmp_path):
     ov = pytest.importorskip("openvino")
     x = ov.opset12.parameter([1, -1, 4, 4], np.float32, name="x")

@@ -21,8 +21,11 @@ from bcast.models.graph import Graph, Node
 __all__ = ["ARITHMETIC_OPS", "arithmetic_records"]
 
 ARITHMETIC_OPS: Final = frozenset(
-    {"SpaceToDepth", "DepthToSpace", "Split", "VariadicSplit", "Pad", "Squeeze", "TopK"}
-)
+    {
+        "SpaceToDepth", "DepthToSpace", "Split", "VariadicSplit", "Pad", "Squeeze", "TopK",
+        "GroupNormalization",
+    }
+)  # fmt: skip
 """The operators whose shape arithmetic requires a relation of their input dims."""
 
 
@@ -41,7 +44,7 @@ def arithmetic_records(
     Pad with constant pads that cut (their sum on an axis negative): the dim at least the
     cut, as onnxruntime and OpenVINO refuse a negative size. Squeeze of constant axes: each
     of those dims 1. ONNX TopK of a constant ``k``: the axis at least ``k``. DepthToSpace:
-    the channels a multiple of the block's square.
+    the channels a multiple of the block's square; GroupNormalization's, of its groups.
 
     Examples
     --------
@@ -51,9 +54,12 @@ def arithmetic_records(
     >>> [(str(r.left), r.relation, str(r.right), r.reason) for r in found]
     [('H%2', '==', '0', "H must be a multiple of 2 (SpaceToDepth's block)")]
     """
-    if not inputs or inputs[0].rank is None or not outputs or outputs[0].rank is None:
+    if not inputs or inputs[0].rank is None:
         return []
     x = inputs[0]
+    sized = bool(outputs) and outputs[0].rank is not None  # SpaceToDepth and Split read it
+    if node.op in ("SpaceToDepth", "Split", "VariadicSplit") and not sized:
+        return []
     if node.op == "SpaceToDepth":
         found = _space_to_depth(node, graph, x, outputs[0])
     elif node.op == "Pad":
@@ -64,6 +70,8 @@ def arithmetic_records(
         found = _top_k(node, graph, x)
     elif node.op == "DepthToSpace":
         found = _depth_to_space(node, graph, x)
+    elif node.op == "GroupNormalization":
+        found = _groups(node, graph, x)
     else:
         found = _split(node, graph, x, outputs)
     return [r for r in found if r.left.symbols or r.right.symbols or not _holds(r)]
@@ -193,6 +201,17 @@ def _depth_to_space(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord
     square = block ** ((x.rank or 0) - 2)  # ONNX's 4-D: block * block
     reason = f"{size} must be a multiple of {square} ({node.op}'s block {block}, per spatial axis)"
     left = Expr("%", (size, _int(square)))
+    return [ArithmeticRecord(node.name, node.op, left, "==", _int(0), reason)]
+
+
+def _groups(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
+    """Require GroupNormalization's channels to be a multiple of its group count."""
+    groups = dict(node.attrs).get("num_groups")
+    size = expr_of(x.dims[1], graph.expressions) if (x.rank or 0) >= 2 else None
+    if not isinstance(groups, int) or groups < 1 or size is None:
+        return []
+    reason = f"{size} must be a multiple of {groups} ({node.op}'s num_groups)"
+    left = Expr("%", (size, _int(groups)))
     return [ArithmeticRecord(node.name, node.op, left, "==", _int(0), reason)]
 
 

@@ -86,8 +86,13 @@ class Outcome:
     more: tuple[Shape | None, ...] = ()  # the shapes of outputs 1, 2, ... (None: unknown)
 
 
-NOT_BROADCASTING: Final = frozenset({"Conv", "ConvTranspose"})
-"""Operators with a rule (their bias's length) that are no broadcasting node."""
+NOT_BROADCASTING: Final = frozenset(
+    {
+        "Conv", "ConvTranspose", "InstanceNormalization", "BatchNormalization",
+        "GroupNormalization", "GridSample",
+    }
+)  # fmt: skip
+"""Operators with a rule (a parameter's length, a batch) that are no broadcasting node."""
 
 
 def broadcasting(node: Node) -> bool:

@@ -16,7 +16,9 @@ definition:
   ``W.shape[0]`` for ConvTranspose); the bias has one element per output channel (``M``, or
   ``group * W.shape[1]`` for ConvTranspose).
 - ``InstanceNormalization``, ``BatchNormalization``: the scale, the bias (and the running
-  mean and variance) one element per channel of X.
+  mean and variance) one element per channel of X; ``GroupNormalization``'s per group
+  (opset 18) or per channel (21).
+- ``GridSample``: the grid has X's batch and one coordinate per spatial axis.
 - OpenVINO ``FakeQuantize``: ``input_low``... broadcast onto ``X`` by its ``auto_broadcast``.
 
 Examples
@@ -207,6 +209,36 @@ def _conv(node: Node, shapes: Operands) -> Outcome:
     return Outcome(tuple(constraints))
 
 
+def _group_norm(node: Node, shapes: Operands) -> Outcome:
+    """GroupNormalization: the scale and bias one element per group (18) or channel (21+)."""
+    x = at(shapes, 0)
+    if x.rank is None or x.rank < 2:
+        return Outcome()
+    groups = attr(node, "num_groups", 0)
+    per_channel = attr(node, "since", 21) >= 21
+    label, expected = ("C", x.dims[1]) if per_channel else ("num_groups", Dim(groups))
+    context = f"{node.op} needs one scale and one bias element per {label}: "
+    constraints = tuple(
+        equal(label, dims_of(expected), name, at(shapes, i), context)
+        for i, name in ((1, "scale"), (2, "bias"))
+        if _given(node, i) and at(shapes, i).rank is not None
+    )
+    return Outcome(constraints, output=x)  # ONNX's inference leaves it unknown
+
+
+def _grid_sample(node: Node, shapes: Operands) -> Outcome:
+    """GridSample: the grid has X's batch (N) and one coordinate per spatial axis of X."""
+    x, grid = at(shapes, 0), at(shapes, 1)
+    if x.rank is None or grid.rank is None or x.rank < 3 or grid.rank != x.rank:
+        return Outcome()
+    context = f"{node.op} grid needs X's batch and one coordinate per spatial axis: "
+    batch = equal("N", dims_of(x.dims[0]), "grid N", dims_of(grid.dims[0]), context)
+    spatial, last = dims_of(x.rank - 2), dims_of(grid.dims[-1])
+    axes = equal("X's spatial rank", spatial, "grid's last", last, context)
+    output = Shape((x.dims[0], x.dims[1], *grid.dims[1:-1]))  # [N, C, H_out, W_out]
+    return Outcome((batch, axes), output=output)
+
+
 _PER_CHANNEL: Final = {
     "InstanceNormalization": ("scale", "B"),
     "BatchNormalization": ("scale", "B", "input_mean", "input_var"),
@@ -220,13 +252,12 @@ def _per_channel(node: Node, shapes: Operands) -> Outcome:
         return Outcome()
     labels = _PER_CHANNEL[node.op]
     context = f"{node.op} needs one {', '.join(labels)} element per channel of X: "
-    return Outcome(
-        tuple(
-            equal("C", dims_of(x.dims[1]), label, at(shapes, i), context)
-            for i, label in enumerate(labels, start=1)
-            if _given(node, i) and at(shapes, i).rank is not None
-        )
+    constraints = tuple(
+        equal("C", dims_of(x.dims[1]), label, at(shapes, i), context)
+        for i, label in enumerate(labels, start=1)
+        if _given(node, i) and at(shapes, i).rank is not None
     )
+    return Outcome(constraints, output=x)
 
 
 def _fake_quantize(node: Node, shapes: Operands) -> Outcome:
@@ -309,6 +340,8 @@ QUANT_RULES: Final[dict[str, RuleFunction]] = {
     "ConvTranspose": _conv,
     "InstanceNormalization": _per_channel,
     "BatchNormalization": _per_channel,
+    "GroupNormalization": _group_norm,
+    "GridSample": _grid_sample,
     "FakeQuantize": _fake_quantize,  # OpenVINO IR
 }
 """The ONNX (default domain) and OpenVINO operators of this family, by op type."""

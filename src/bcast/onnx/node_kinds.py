@@ -65,6 +65,10 @@ def node_kind(proto: onnx.NodeProto, opsets: Mapping[str, int], *, local: bool) 
         return {**found, "axis": 1 if attribute(proto, "exclusive", 0) else 0}
     if op == "Pad" and attribute(proto, "mode", "constant") in (b"reflect", "reflect"):
         return {**found, "attrs": (("reflect", 1),)}  # for the domain: pads below the dim
+    if op == "GroupNormalization" and found.get("rule") is Rule.OPERATOR:  # its version
+        schema = _schema(op, opsets.get("", 0)) if opsets.get("") else None
+        since = schema.since_version if schema is not None else 21
+        return {**found, "attrs": (*found["attrs"], ("since", since))}
     if op == "TopK":  # its axis, for the domain (the axis holds k values)
         return {**found, "axis": int(attribute(proto, "axis", -1))}
     if op in ("Squeeze", "DepthToSpace"):  # for the domain: axes (before 13), blocksize

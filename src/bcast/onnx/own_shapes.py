@@ -68,6 +68,7 @@ _KEEPS_SHAPE: Final = frozenset(
         "Dropout",
         "BatchNormalization",
         "InstanceNormalization",
+        "GroupNormalization",
         "LRN",
         "Identity",
         "Cast",
