@@ -1,4 +1,4 @@
-"""Quantization as broadcasting: the rules of scales, zero points and biases.
+"""Quantization as broadcasting, and the other per-axis parameters: scales, zero points, biases.
 
 A quantization scale is an axis-aligned broadcast, as PDPD's: per tensor (one element), per
 axis (a 1-D scale as long as ``x.shape[axis]``) or, from ONNX opset 21, per block (``x``'s
