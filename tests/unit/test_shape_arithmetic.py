@@ -501,6 +501,14 @@ def test_split_sizes_must_sum_to_the_dim_as_onnxruntime_requires() -> None:
     assert _agree(model, lambda h: (1, 1, h), range(1, 9)) == [5]
 
 
+def test_split_into_num_outputs_needs_a_last_part_of_at_least_0_as_onnxruntime_does() -> None:
+    # Split-18 num_outputs=3: parts of ceil(H/3) and a last one of what they leave; H = 1
+    # would make it -1, and onnxruntime refuses it
+    node = helper.make_node("Split", ["x"], ["y", "b", "c"], axis=2, num_outputs=3)
+    model = _model([node], [1, 1, "H"], [1, 1, 1], opset=18)
+    assert _agree(model, lambda h: (1, 1, h), range(1, 8)) == [2, 3, 4, 5, 6, 7]
+
+
 def test_split_into_equal_parts_requires_a_multiple_as_onnxruntime_does() -> None:
     node = helper.make_node("Split", ["x"], ["y", "b", "c"], axis=2)
     model = _model([node], [1, 1, "H"], [1, 1, 1], opset=13)

@@ -266,4 +266,12 @@ def _split(node: Node, graph: Graph, x: Shape, outputs: Sequence[Shape]) -> list
         known = total(fixed)
         reason = f"{size} must be at least {known}, the sum of {node.op}'s fixed lengths"
         return [ArithmeticRecord(node.name, node.op, size, ">=", known, reason)]
-    return []
+    # Split-18's num_outputs: ceil-sized parts and a last one of what they leave, which
+    # must not be negative (onnxruntime refuses C = 1 in 3 parts: 1, 1 and -1)
+    return [
+        ArithmeticRecord(
+            node.name, node.op, part, ">=", _int(0),
+            f"{part} must be at least 0: the part of {size} {node.op} leaves last",
+        )
+        for part in dict.fromkeys(p for p in exprs if p.symbols)
+    ]  # fmt: skip
