@@ -209,23 +209,6 @@ def _conv(node: Node, shapes: Operands) -> Outcome:
     return Outcome(tuple(constraints))
 
 
-def _group_norm(node: Node, shapes: Operands) -> Outcome:
-    """GroupNormalization: the scale and bias one element per group (18) or channel (21+)."""
-    x = at(shapes, 0)
-    if x.rank is None or x.rank < 2:
-        return Outcome()
-    groups = attr(node, "num_groups", 0)
-    per_channel = attr(node, "since", 21) >= 21
-    label, expected = ("C", x.dims[1]) if per_channel else ("num_groups", Dim(groups))
-    context = f"{node.op} needs one scale and one bias element per {label}: "
-    constraints = tuple(
-        equal(label, dims_of(expected), name, at(shapes, i), context)
-        for i, name in ((1, "scale"), (2, "bias"))
-        if _given(node, i) and at(shapes, i).rank is not None
-    )
-    return Outcome(constraints, output=x)  # ONNX's inference leaves it unknown
-
-
 def _grid_sample(node: Node, shapes: Operands) -> Outcome:
     """GridSample: the grid has X's batch (N) and one coordinate per spatial axis of X."""
     x, grid = at(shapes, 0), at(shapes, 1)
@@ -242,18 +225,27 @@ def _grid_sample(node: Node, shapes: Operands) -> Outcome:
 _PER_CHANNEL: Final = {
     "InstanceNormalization": ("scale", "B"),
     "BatchNormalization": ("scale", "B", "input_mean", "input_var"),
+    "GroupNormalization": ("scale", "bias"),
 }
 
 
 def _per_channel(node: Node, shapes: Operands) -> Outcome:
-    """InstanceNormalization, BatchNormalization: each parameter one element per channel."""
+    """Require each normalization parameter to hold one element per channel of X.
+
+    GroupNormalization-18's scale and bias are per group (``num_groups`` elements); from
+    opset 21 per channel. The output is X's shape (ONNX's inference leaves a
+    GroupNormalization's unknown).
+    """
     x = at(shapes, 0)
     if x.rank is None or x.rank < 2:
         return Outcome()
     labels = _PER_CHANNEL[node.op]
-    context = f"{node.op} needs one {', '.join(labels)} element per channel of X: "
+    per, expected = "C", x.dims[1]
+    if node.op == "GroupNormalization" and attr(node, "since", 21) < 21:
+        per, expected = "num_groups", Dim(attr(node, "num_groups", 0))
+    context = f"{node.op} needs one {', '.join(labels)} element per {per}: "
     constraints = tuple(
-        equal("C", dims_of(x.dims[1]), label, at(shapes, i), context)
+        equal(per, dims_of(expected), label, at(shapes, i), context)
         for i, label in enumerate(labels, start=1)
         if _given(node, i) and at(shapes, i).rank is not None
     )
@@ -340,7 +332,7 @@ QUANT_RULES: Final[dict[str, RuleFunction]] = {
     "ConvTranspose": _conv,
     "InstanceNormalization": _per_channel,
     "BatchNormalization": _per_channel,
-    "GroupNormalization": _group_norm,
+    "GroupNormalization": _per_channel,
     "GridSample": _grid_sample,
     "FakeQuantize": _fake_quantize,  # OpenVINO IR
 }
