@@ -9,6 +9,7 @@ onnxruntime fails: every expected value comes from onnxruntime running the model
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -54,8 +55,30 @@ def _ort_runs(model: object, shape: Sequence[int]) -> bool:
 
 
 def _bcast_runs(model: object, h: int) -> bool:
-    report = bcast.check(model, dims={"H": h})
+    return _accepted(model, {"H": h})
+
+
+def _accepted(source: object, dims: dict[str, int]) -> bool:
+    """Tell whether bcast's check finds no error at these sizes (the model runs there)."""
+    report = bcast.check(source, dims=dims)
     return not any(f.severity is Severity.ERROR for f in report.findings)
+
+
+def _openvino_ir(tmp_path: object, outputs: list[object], params: list[object]) -> tuple[str, Any]:
+    """Save a model of OpenVINO nodes as IR; return its path and ``runs(arrays) -> bool``."""
+    ov = pytest.importorskip("openvino")
+    path = str(tmp_path / "m.xml")  # type: ignore[operator]
+    ov.save_model(ov.Model(outputs, params, "m"), path)
+    compiled = ov.Core().compile_model(path, "CPU")
+
+    def runs(arrays: list[np.ndarray]) -> bool:
+        try:
+            compiled(arrays)
+        except RuntimeError:  # OpenVINO's refusal (a negative dim, a pad past the mirror...)
+            return False
+        return True
+
+    return path, runs
 
 
 def _agree(model: object, shape_of: object, sizes: Sequence[int]) -> list[int]:
@@ -316,18 +339,8 @@ def test_pads_of_an_ir_require_the_dim_as_openvino_does(tmp_path, mode, begin, e
     ov = pytest.importorskip("openvino")
     x = ov.opset12.parameter([1, -1], np.float32)
     limits = (ov.opset12.constant(np.array(v, np.int64)) for v in (begin, end))
-    pad = ov.opset12.pad(x, *limits, mode)
-    path = str(tmp_path / "pad.xml")
-    ov.save_model(ov.Model([pad], [x], "m"), path)
-    compiled = ov.Core().compile_model(path, "CPU")
-    ran = []
-    for w in range(1, 6):
-        try:
-            compiled([np.ones((1, w), np.float32)])
-            ran.append(w)
-        except RuntimeError:  # OpenVINO's refusal (a negative dim, a pad past the mirror)
-            pass
-    assert ran == runs
+    path, ir_runs = _openvino_ir(tmp_path, [ov.opset12.pad(x, *limits, mode)], [x])
+    assert [w for w in range(1, 6) if ir_runs([np.ones((1, w), np.float32)])] == runs
     (axis,) = [d for d in bcast.check(path).domain.dims if d.sizes != ((1, None),)]
     assert axis.sizes == ((runs[0], None),)
 
@@ -354,9 +367,7 @@ def test_einsum_labels_broadcast_as_onnxruntime_and_openvino_take_them(
     ov = pytest.importorskip("openvino")
     ins = [ov.opset12.parameter([-1 if isinstance(d, str) else d for d in s], np.float32,
                                 name=name) for name, s in (("a", a), ("b", b))]  # fmt: skip
-    ir = str(tmp_path / "einsum.xml")
-    ov.save_model(ov.Model([ov.opset12.einsum(ins, equation)], ins, "m"), ir)
-    compiled = ov.Core().compile_model(ir, "CPU")
+    ir, ir_runs = _openvino_ir(tmp_path, [ov.opset12.einsum(ins, equation)], ins)
     ir_names = [f"{n}.{s.index(d)}" for n, s in (("a", a), ("b", b)) for d in s if d in ("N", "M")]
     for n, m in ((2, 2), (2, 3), (1, 3), (3, 1), (3, 3)):
         feeds = [np.ones([n if d == "N" else m if d == "M" else d for d in s], np.float32)
@@ -366,17 +377,10 @@ def test_einsum_labels_broadcast_as_onnxruntime_and_openvino_take_them(
             runs = True
         except Exception:  # onnxruntime's refusal
             runs = False
-        report = bcast.check(model, dims={"N": n, "M": m})
-        assert (not any(f.severity is Severity.ERROR for f in report.findings)) == runs, (n, m)
-        try:
-            compiled(feeds)
-            ov_runs = True
-        except RuntimeError:
-            ov_runs = False
-        assert ov_runs == runs, (n, m)
+        assert _accepted(model, {"N": n, "M": m}) == runs, (n, m)
+        assert ir_runs(feeds) == runs, (n, m)
         ir_dims = dict(zip(ir_names, (n, m), strict=True))  # the IR names a dim input.axis
-        ir_report = bcast.check(ir, dims=ir_dims)
-        assert (not any(f.severity is Severity.ERROR for f in ir_report.findings)) == runs
+        assert _accepted(ir, ir_dims) == runs
 
 
 @pytest.mark.parametrize("opset", [11, 17])  # axes as an attribute, then as an input
@@ -393,17 +397,10 @@ def test_squeeze_of_an_ir_requires_the_dim_to_be_one_as_openvino_does(tmp_path) 
     ov = pytest.importorskip("openvino")
     x = ov.opset12.parameter([2, -1, 3], np.float32, name="x")
     squeezed = ov.opset12.squeeze(x, ov.opset12.constant(np.array([1], np.int64)))
-    path = str(tmp_path / "squeeze.xml")
-    ov.save_model(ov.Model([squeezed], [x], "m"), path)
-    compiled = ov.Core().compile_model(path, "CPU")
+    path, ir_runs = _openvino_ir(tmp_path, [squeezed], [x])
     for w in (1, 2, 3):
-        try:
-            compiled([np.ones((2, w, 3), np.float32)])
-            runs = True
-        except RuntimeError:  # OpenVINO's refusal
-            runs = False
-        report = bcast.check(path, dims={"x.1": w})
-        assert (not any(f.severity is Severity.ERROR for f in report.findings)) == runs, w
+        runs = ir_runs([np.ones((2, w, 3), np.float32)])
+        assert _accepted(path, {"x.1": w}) == runs, w
         assert runs == (w == 1)
 
 
@@ -473,25 +470,17 @@ def test_grid_sample_needs_the_batch_of_x_as_onnxruntime_does() -> None:
             runs = True
         except Exception:  # onnxruntime's refusal
             runs = False
-        report = bcast.check(model, dims={"N": n, "M": m})
-        assert (not any(f.severity is Severity.ERROR for f in report.findings)) == runs, (n, m)
+        assert _accepted(model, {"N": n, "M": m}) == runs, (n, m)
         assert runs == (n == m)
 
 
 def test_depth_to_space_of_an_ir_requires_a_multiple_of_the_block_as_openvino_does(tmp_path):
     ov = pytest.importorskip("openvino")
     x = ov.opset12.parameter([1, -1, 4, 4], np.float32, name="x")
-    path = str(tmp_path / "d2s.xml")
-    ov.save_model(ov.Model([ov.opset12.depth_to_space(x, "blocks_first", 2)], [x], "m"), path)
-    compiled = ov.Core().compile_model(path, "CPU")
+    path, ir_runs = _openvino_ir(tmp_path, [ov.opset12.depth_to_space(x, "blocks_first", 2)], [x])
     for c in range(1, 9):
-        try:
-            compiled([np.ones((1, c, 4, 4), np.float32)])
-            runs = True
-        except RuntimeError:  # OpenVINO's refusal
-            runs = False
-        report = bcast.check(path, dims={"x.1": c})
-        assert (not any(f.severity is Severity.ERROR for f in report.findings)) == runs, c
+        runs = ir_runs([np.ones((1, c, 4, 4), np.float32)])
+        assert _accepted(path, {"x.1": c}) == runs, c
         assert runs == (c % 4 == 0)
 
 
