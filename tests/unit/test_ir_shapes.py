@@ -18,6 +18,8 @@ import pytest
 ov = pytest.importorskip("openvino")
 o8 = pytest.importorskip("openvino.opset8")
 
+from ir_layers import save_layer  # noqa: E402
+
 import bcast  # noqa: E402
 from bcast.loading import load_graph  # noqa: E402
 
@@ -48,20 +50,11 @@ WINDOWS: list[tuple[str, Callable[[Any], Any], int]] = [
 ]
 
 
-def _save(tmp_path: Path, make: Callable[[Any], Any]) -> str:
-    x = o8.parameter(ov.PartialShape([-1, 3, -1, -1]), np.float32, name="x")
-    op = make(x)
-    model = ov.Model([op.output(0)], [x], "m")
-    path = tmp_path / "m.xml"
-    ov.save_model(model, str(path), compress_to_fp16=False)
-    return str(path)
-
-
 @pytest.mark.parametrize(("label", "make", "channels"), WINDOWS, ids=[w[0] for w in WINDOWS])
 def test_ir_window_output_dims_are_openvinos_at_every_size(
     tmp_path: Path, label: str, make: Callable[[Any], Any], channels: int
 ) -> None:
-    path = _save(tmp_path, make)
+    path = save_layer(tmp_path, make, [-1, 3, -1, -1], all_outputs=False)
     graph = load_graph(path)
     (node,) = [n for n in graph.nodes if n.op not in ("Parameter", "Const", "Result")]
     out = node.output_shapes[0]

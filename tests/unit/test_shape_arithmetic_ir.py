@@ -18,6 +18,8 @@ import pytest
 ov = pytest.importorskip("openvino")
 o = pytest.importorskip("openvino.opset14")
 
+from ir_layers import save_layer  # noqa: E402
+
 from bcast.loading import load_graph  # noqa: E402
 
 
@@ -66,20 +68,11 @@ LAYERS: list[tuple[str, Callable[[Any], Any], int]] = [
 ]
 
 
-def _save(tmp_path: Path, make: Callable[[Any], Any], channels: int) -> str:
-    x = o.parameter(ov.PartialShape([1, channels, -1]), np.float32, name="x")
-    op = make(x)
-    model = ov.Model([op.output(i) for i in range(op.get_output_size())], [x], "m")
-    path = tmp_path / "m.xml"
-    ov.save_model(model, str(path), compress_to_fp16=False)
-    return str(path)
-
-
 @pytest.mark.parametrize(("label", "make", "channels"), LAYERS, ids=[w[0] for w in LAYERS])
 def test_ir_layer_output_dims_are_openvinos_at_every_height(
     tmp_path: Path, label: str, make: Callable[[Any], Any], channels: int
 ) -> None:
-    path = _save(tmp_path, make, channels)
+    path = save_layer(tmp_path, make, [1, channels, -1])
     graph = load_graph(path)
     (node,) = [n for n in graph.nodes if n.op not in ("Parameter", "Const", "Result")]
     assert not node.unmodelled, node.unmodelled
