@@ -118,3 +118,37 @@ def test_parallel_warm_keeps_every_kernel_of_every_process(tmp_path):
     again = subprocess.run([*warm, "--jobs", "1"], env=env, capture_output=True, text=True)
     assert again.returncode == 0
     assert "compiling" not in again.stderr  # every kernel loaded, none compiled again
+
+
+def test_a_change_to_any_module_the_kernels_read_recompiles_them(tmp_path):
+    # A walker of numba_kernels inlines numba_rows' operation table (an operation is an index
+    # into it): a kernel cached before a change there would compute another operation.
+    from bcast.engine import numba_cache
+
+    engine = _clone(tmp_path) / "bcast" / "engine"
+    stamp = numba_cache._source_hash
+    kernels = str(engine / "numba_kernels.py")
+    before = stamp(kernels)
+    for module, changes in [("config.py", False), ("numba_rows.py", True), ("operations.py", True)]:
+        with (engine / module).open("a") as source:
+            source.write("\n# changed\n")
+        stamp.cache_clear()
+        assert (stamp(kernels) != before) is changes, module
+        before = stamp(kernels)
+
+
+def test_the_stamp_covers_every_engine_module_the_numba_modules_import():
+    import ast
+
+    from bcast.engine.numba_cache import COMPILED_FROM
+
+    engine = SOURCE / "engine"
+    read = set()
+    for path in engine.glob("numba_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "bcast.engine":
+                read |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bcast."):
+                read.add(node.module.removeprefix("bcast.engine."))
+    assert read, "no imports found: the parse is wrong"
+    assert {m for m in read if not m.startswith("numba_")} <= set(COMPILED_FROM)

@@ -8,9 +8,10 @@ same bcast compiles everything again. bcast's kernels are cached instead under
 - else the user's cache folder: ``$XDG_CACHE_HOME/bcast`` (``~/.cache/bcast`` without it) on
   Linux, ``~/Library/Caches/bcast`` on macOS, ``%LOCALAPPDATA%\bcast\Cache`` on Windows;
 
-with one sub-folder per engine module. An entry is valid for the module's exact source text
-(its SHA-256, not the file's path or time stamp: a fresh clone of the same commit loads what
-another clone compiled) and, as numba checks itself, for this CPU, this Python and this numba.
+with one sub-folder per engine module. An entry is valid for the exact source text of the
+engine's compiled modules (`_source_hash`: their SHA-256, not a file's path or time stamp: a
+fresh clone of the same commit loads what another clone compiled) and, as numba checks
+itself, for this CPU, this Python and this numba.
 Where the user set ``NUMBA_CACHE_DIR``, numba's own choice is left alone; where the folder
 cannot be written, numba's usual places are tried.
 
@@ -42,7 +43,7 @@ try:
 except ImportError:  # Windows: numba's own writes, unlocked
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["cache_root", "install"]
+__all__ = ["COMPILED_FROM", "cache_root", "install"]
 
 _ENGINE = Path(__file__).resolve().parent
 
@@ -68,10 +69,26 @@ def cache_root(environ: dict[str, str] | None = None, platform: str = sys.platfo
     return Path(xdg) / "bcast" if xdg else home / ".cache" / "bcast"
 
 
+COMPILED_FROM: tuple[str, ...] = ("operations", "runner")
+"""The engine's modules, besides its ``numba_*`` ones, whose values numba compiles into the
+kernels (the operation table, the walker's rank): every entry's stamp covers them too."""
+
+
 @functools.cache
 def _source_hash(path: str) -> str:
-    with open(path, "rb") as source:
-        return hashlib.sha256(source.read()).hexdigest()
+    """Return the stamp of an engine module's kernels: the SHA-256 of every module they read.
+
+    numba checks only the source of the function it caches, but a kernel inlines code and
+    constants from the engine's other modules (an operation is an index into
+    `bcast.engine.numba_rows.NAMES`): a change to any of them must recompile every kernel,
+    or a cached kernel would compute another operation.
+    """
+    folder = Path(path).resolve().parent
+    digest = hashlib.sha256()
+    sources = sorted(folder.glob("numba_*.py")) + [folder / f"{m}.py" for m in COMPILED_FROM]
+    for source in sources:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 @functools.lru_cache(maxsize=1)
