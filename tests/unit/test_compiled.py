@@ -112,6 +112,18 @@ BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], list[str]]] = {
     "and_": (ops.and_, np.logical_and, ["bool"]),
     "or_": (ops.or_, np.logical_or, ["bool"]),
     "xor": (ops.xor, np.logical_xor, ["bool"]),
+    # the operators of opset 10+ and OpenVINO's element-wise set that have kernels
+    "not_equal": (ops.not_equal, np.not_equal, ["float32", "int16", "bool", "float16"]),
+    "greater_or_equal": (ops.greater_or_equal, np.greater_equal, ["float64", "int8", "float16"]),
+    "less_or_equal": (ops.less_or_equal, np.less_equal, ["float32", "uint32", "float16"]),
+    "squared_difference": (
+        ops.squared_difference,
+        lambda a, b: np.multiply(np.subtract(a, b), np.subtract(a, b)),  # two roundings
+        ["float32", "float64", "int16", "uint8", "float16"],
+    ),
+    "bitwise_and": (ops.bitwise_and, np.bitwise_and, ["int32", "uint8"]),
+    "bitwise_or": (ops.bitwise_or, np.bitwise_or, ["int64", "uint16"]),
+    "bitwise_xor": (ops.bitwise_xor, np.bitwise_xor, ["int8", "uint64"]),
 }
 CASES = [(op, dtype) for op, (_, _, dtypes) in BINARY.items() for dtype in dtypes]
 
@@ -612,7 +624,13 @@ _HALF_SPECIAL = np.array(
 ).view(np.float16)  # fmt: skip
 
 
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "equal", "greater", "less"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        *["add", "sub", "mul", "div", "equal", "greater", "less"],
+        *["not_equal", "greater_or_equal", "less_or_equal", "squared_difference"],
+    ],
+)
 def test_float16_matches_numpy_on_every_bit_pattern(op: str, calls: list[tuple[str, bool]]) -> None:
     # The half-precision kernels compute in float32 and round once more (`numba_rows.
     # HALVES`): NumPy's float16 loop does the same. Both ways round, overflow to inf, keep
@@ -704,6 +722,46 @@ def test_accepts_names_the_exact_cases() -> None:
     assert _compiled.accepts("pow", f2, [f2, f2])  # float32's Pow, rounded to half
     assert not _compiled.accepts("pow", f4.astype(np.float64), [f4.astype(np.float64)] * 2)
     assert not _compiled.accepts("copy", np.zeros(2, "U3"), [np.zeros(2, "U3")])
+    i1, u8 = np.zeros(2, np.int8), np.zeros(2, np.uint64)
+    assert _compiled.accepts("bitwise_xor", i1, [i1, i1]) and _compiled.accepts(
+        "bitwise_and", u8, [u8, u8]
+    )
+    assert not _compiled.accepts("bitwise_or", f4, [f4, f4])  # integers only
+    assert not _compiled.accepts("bitwise_or", boolean, [boolean, boolean])
+    assert _compiled.accepts("not_equal", boolean, [boolean, boolean])
+    # ordered comparisons of booleans are no operator's (ONNX's Greater and Less take none)
+    assert not _compiled.accepts("greater_or_equal", boolean, [boolean, boolean])
+    assert _compiled.accepts("less_or_equal", boolean, [i1, i1])
+
+
+def test_kernels_are_shared_where_the_bits_are_the_same() -> None:
+    # Less and LessOrEqual are Greater and GreaterOrEqual with the operands swapped; sums,
+    # differences, products, bitwise operations and equality of a signed integer have the
+    # bits of the unsigned integer's of its width: one kernel for both.
+    kernels = dict.fromkeys(name for name, _ in _compiled.signatures())
+    assert "less" not in kernels and "less_or_equal" not in kernels
+    assert {"greater", "greater_or_equal", "not_equal", "bitwise_xor"} <= set(kernels)
+    for name in ["add", "mul", "equal", "squared_difference", "bitwise_and"]:
+        widths = [d for n, dtypes in _compiled.signatures([name]) for d in dtypes if n == name]
+        assert not any(d.kind == "i" for d in widths), name
+        assert np.dtype(np.uint16) in widths
+    signed = [dtypes for _, dtypes in _compiled.signatures(["greater"])]
+    assert any(np.dtype(np.int8) in dtypes for dtypes in signed)  # order needs the sign
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int64"])
+def test_a_signed_integer_on_the_unsigned_kernel_keeps_numpys_bits(
+    dtype: str, calls: list[tuple[str, bool]]
+) -> None:
+    # Overflowing sums, differences and products wrap to the same bits as NumPy's signed loop.
+    info = np.iinfo(dtype)
+    a = np.array([info.min, info.max, -1, 0, 1, info.min + 1] * 700, dtype).reshape(-1, 6)
+    b = np.array([info.max, info.max, info.min, -1, info.min, -2], dtype)
+    for ours, theirs in [(ops.add, np.add), (ops.sub, np.subtract), (ops.mul, np.multiply)]:
+        with np.errstate(all="ignore"), engine.settings(**FORCED):
+            same_bits(ours(a, b), theirs(a, b))
+            same_bits(ops.equal(a, b), np.equal(a, b))
+    assert calls and all(done for _, done in calls)
 
 
 def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
@@ -883,7 +941,8 @@ def test_a_kernel_numba_cannot_compile_warns_once_and_numpy_computes(
     monkeypatch.setattr(_compiled, "_kernels", Resolver(_compiled._compile, name="test"))
     a, b = np.arange(6000, dtype=np.int16).reshape(60, 100), np.arange(100, dtype=np.int16)
     with engine.settings(**FORCED):
-        with pytest.warns(RuntimeWarning, match=r"could not compile sub for int16.*NumPy"):
+        # int16's Sub runs on the kernel of uint16 (`operations.BY_WIDTH`): that one failed
+        with pytest.warns(RuntimeWarning, match=r"could not compile sub for uint16.*NumPy"):
             same_bits(ops.sub(a, b), a - b)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # once: the refusal is remembered

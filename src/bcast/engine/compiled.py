@@ -54,10 +54,12 @@ from bcast.engine import layout as _layout
 from bcast.engine import parallel as _parallel
 from bcast.engine.operations import (
     BITS,
+    BY_WIDTH,
     HALF,
     HALF_RULES,
     NUMERIC,
     OPERATIONS,
+    SWAPPED,
     accepts,
 )
 from bcast.engine.runner import MAX_RANK, Runner, Walk
@@ -153,10 +155,11 @@ def float16_kernel(name: str | None) -> bool:
     >>> float16_kernel("add") == enabled(), float16_kernel("where"), float16_kernel(None)
     (True, False, False)
     """
+    name = SWAPPED.get(name, name) if name is not None else None
     if name is None or OPERATIONS.get(name) not in HALF_RULES:  # copy, Where: bits, not slow
         return False
     half = np.zeros(1, np.float16)
-    out = half.astype(bool) if OPERATIONS[name] == "compare" else half
+    out = half.astype(bool) if OPERATIONS[name] in ("compare", "order") else half
     return accepts(name, out, [half, half]) and enabled()
 
 
@@ -187,6 +190,11 @@ def prepare(
     and the entry (`bcast.engine.numba_entry`) are queued for the background here
     (``wait``: compiled now, or waited for).
     """
+    operation, name = name, SWAPPED.get(name, name)
+    swap = name != operation  # computed by another operation's kernel, operands swapped
+    if swap:
+        views = views[::-1]
+        operands = None if operands is None else operands[::-1]
     key = (name, max_tile_bytes, threads * blocks_per_thread, out.shape, out.strides, out.dtype)
     key += tuple((x.shape, x.strides, x.dtype) for x in views)
     found = _walks.get(key, _UNKNOWN)
@@ -200,7 +208,7 @@ def prepare(
     walk = found if isinstance(found, Walk) else None
     dtypes = walk.dtypes if walk is not None else ()
     return Runner(
-        name,
+        operation,
         walk,
         kinds,
         threads=threads,
@@ -210,6 +218,7 @@ def prepare(
         run_team=run_team,
         find_walker=functools.partial(_walker, name, dtypes, wait),
         find_entry=functools.partial(_entry, kinds, wait),
+        swap=swap,
     )
 
 
@@ -247,6 +256,8 @@ def _plan_walk(
     if OPERATIONS[name] == "bits":  # moved as unsigned integers of the output's width
         width = np.dtype(BITS[out.itemsize])
         dtypes = [d if d == np.bool_ else width for d in dtypes]
+    elif name in BY_WIDTH:  # integers as the unsigned ones of their width: one kernel
+        dtypes = [np.dtype(BITS[d.itemsize]) if d.kind in "iu" else d for d in dtypes]
     strides = [[0] * MAX_RANK for _ in range(4)]
     for k, a in enumerate(bases):
         row = strides[k]

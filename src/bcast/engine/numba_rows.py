@@ -68,16 +68,25 @@ def _div(x: Any, y: Any, z: Any) -> Any:
     return x / y
 
 
+def _squared_difference(x: Any, y: Any, z: Any) -> Any:
+    d = x - y
+    return d * d
+
+
 def _equal(x: Any, y: Any, z: Any) -> Any:
     return x == y
+
+
+def _not_equal(x: Any, y: Any, z: Any) -> Any:
+    return x != y
 
 
 def _greater(x: Any, y: Any, z: Any) -> Any:
     return x > y
 
 
-def _less(x: Any, y: Any, z: Any) -> Any:
-    return x < y
+def _greater_or_equal(x: Any, y: Any, z: Any) -> Any:
+    return x >= y
 
 
 def _and(x: Any, y: Any, z: Any) -> Any:
@@ -186,7 +195,7 @@ def _on_halves(name: str) -> Any:
     for bit; comparisons of the widened values are exact.
     """
     inner = njit(inline="always")(SCALARS[name])
-    if OPERATIONS[name] == "compare":
+    if OPERATIONS[name] in ("compare", "order"):
 
         def compared(x: Any, y: Any, z: Any) -> Any:
             return inner(widen(x), widen(y), z)
@@ -203,6 +212,16 @@ def _on_halves(name: str) -> Any:
 
         return commuted
 
+    if name == "squared_difference":
+        # NumPy's is two passes: the difference is rounded to half precision, then squared
+        # (a half times a half is exact in float32, so the square rounds once).
+
+        def squared(x: Any, y: Any, z: Any) -> Any:
+            d = widen(narrow(widen(x) - widen(y)))
+            return narrow(d * d)
+
+        return squared
+
     def computed(x: Any, y: Any, z: Any) -> Any:
         return narrow(inner(widen(x), widen(y), z))
 
@@ -217,12 +236,17 @@ SCALARS: Final = {
     "mul": _mul,
     "div": _div,
     "pow": _pow,
+    "squared_difference": _squared_difference,
     "equal": _equal,
+    "not_equal": _not_equal,
     "greater": _greater,
-    "less": _less,
+    "greater_or_equal": _greater_or_equal,
     "and_": _and,
     "or_": _or,
     "xor": _xor,
+    "bitwise_and": _and,
+    "bitwise_or": _or,
+    "bitwise_xor": _xor,
 }
 """Each operation's scalar function of three operands (unused ones are never loaded)."""
 

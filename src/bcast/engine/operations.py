@@ -13,11 +13,13 @@ import numpy as np
 
 __all__ = [
     "BITS",
+    "BY_WIDTH",
     "FLOAT",
     "HALF",
     "HALF_RULES",
     "NUMERIC",
     "OPERATIONS",
+    "SWAPPED",
     "accepts",
     "numpy_power_vectorised",
 ]
@@ -25,7 +27,7 @@ __all__ = [
 NUMERIC: Final = frozenset("?bBhHiIlLqQfd")  # numba's scalar types, by dtype.char
 FLOAT: Final = frozenset("fd")
 HALF: Final = "e"  # float16: read as its bits, computed in float32 (numba_rows.HALVES)
-HALF_RULES: Final = ("same", "float", "float32", "compare")  # rules whose operations take it
+HALF_RULES: Final = ("same", "float", "float32", "compare", "order")  # rules that take float16
 BITS: Final = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -37,12 +39,17 @@ OPERATIONS: Final[dict[str, str]] = {
     "mul": "same",
     "div": "float",
     "pow": "float32",
+    "squared_difference": "same",
     "equal": "compare",
-    "greater": "compare",
-    "less": "compare",
+    "not_equal": "compare",
+    "greater": "order",
+    "greater_or_equal": "order",
     "and_": "bool",
     "or_": "bool",
     "xor": "bool",
+    "bitwise_and": "integer",
+    "bitwise_or": "integer",
+    "bitwise_xor": "integer",
 }
 """The operations (their scalar functions: `bcast.engine.numba_kernels.SCALARS`) and what their
 operands must be:
@@ -50,11 +57,27 @@ operands must be:
 - ``same``: every operand and the output of one numeric dtype; ``float``: likewise, floating;
   ``float32``: likewise, float32 or float16 (Pow: within a unit in the last place of NumPy's
   powf; float16 rounds that float32 result to half precision, as NumPy's float16 power
-  rounds powf's);
-- ``compare``: two operands of one numeric dtype, a bool output; ``bool``: booleans only;
+  rounds powf's); ``integer``: likewise, an integer;
+- ``compare``: two operands of one numeric dtype or bool, a bool output; ``order``: likewise,
+  not bool; ``bool``: booleans only;
 - ``bits``: moved bit for bit, operands viewed as unsigned integers of the output's width
   (Where's condition stays bool; its select is bit arithmetic).
+
+Less and LessOrEqual have no kernels of their own: `SWAPPED`.
 """
+
+SWAPPED: Final = {"less": "greater", "less_or_equal": "greater_or_equal"}
+"""Operations computed by another one's kernels with the two operands swapped: ``x < y`` is
+``y > x`` and ``x <= y`` is ``y >= x`` for every pair of values, NaN included (both false)."""
+
+BY_WIDTH: Final = frozenset(
+    {"add", "sub", "mul", "squared_difference", "equal", "not_equal"}
+    | {"bitwise_and", "bitwise_or", "bitwise_xor"}
+)
+"""Operations whose integer operands are read as unsigned integers of their width: their
+results have the same bits for a signed integer and the unsigned one of its width (sums,
+differences and products wrap alike in two's complement; equal bits are equal values), so
+int8 and uint8 share one kernel."""
 
 
 @functools.cache
@@ -99,6 +122,7 @@ def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
     >>> accepts("where", f4, [np.zeros(3, bool), f4, f4]), accepts("div", f4.astype(int), [])
     (True, False)
     """
+    name = SWAPPED.get(name, name)
     if name not in OPERATIONS:
         return False
     rule = OPERATIONS[name]
@@ -113,11 +137,13 @@ def accepts(name: str, out: np.ndarray[Any, Any], operands: list[Any]) -> bool:
     if len(dtypes) != 2 or dtypes[0] != dtypes[1]:
         return False
     char = dtypes[0].char
-    if rule == "compare":
-        return bool(out.dtype == np.bool_ and (char in NUMERIC or char == HALF))
+    if rule in ("compare", "order"):
+        ordered = rule == "order" and char == "?"
+        return bool(out.dtype == np.bool_ and (char in NUMERIC or char == HALF) and not ordered)
     if rule == "bool":
         return bool(out.dtype == dtypes[0] == np.bool_)
     if out.dtype != dtypes[0]:
         return False
-    allowed = {"float": FLOAT | {HALF}, "float32": {"f", HALF}}.get(rule, NUMERIC - {"?"} | {HALF})
+    by_rule = {"float": FLOAT | {HALF}, "float32": {"f", HALF}, "integer": NUMERIC - FLOAT - {"?"}}
+    allowed = by_rule.get(rule, NUMERIC - {"?"} | {HALF})
     return char in allowed and not (name == "pow" and char == "f" and numpy_power_vectorised())

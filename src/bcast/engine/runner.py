@@ -104,6 +104,10 @@ class Runner:
     call was the quicker (``stream`` then says which; ``measuring`` is False). Either kind
     writes the same values; only the time differs, and near the last-level cache's size it
     depends on the machine more than any rule by size can tell.
+
+    ``swap``: the walk was planned with the two operands the other way round (an operation
+    computed by another's kernel, `bcast.engine.operations.SWAPPED`); the runner and its
+    lane are still called with them in the operation's order.
     """
 
     __slots__ = (
@@ -119,6 +123,7 @@ class Runner:
         "_head",
         "_held",
         "_run_team",
+        "_swap",
         "_tiles",
         "_trial",
         "_where",
@@ -142,8 +147,10 @@ class Runner:
         run_team: Callable[[Callable[[int, int, int], None], int], None],
         find_walker: Callable[[], Any],
         find_entry: Callable[[], Any],
+        swap: bool = False,
     ) -> None:
         self.name = name
+        self._swap = swap
         self.walk = walk
         self.threads = threads if walk is None else max(1, min(threads, walk.rows))
         self.stream = stream
@@ -202,7 +209,8 @@ class Runner:
             self._enter = self._find_entry()
         if self._enter is not None and self._head[_NATIVE] != 0 and self._trial is None:
             # the entry walks on the caller's thread (holding the tiles, if any, itself)
-            self.lane = functools.partial(self._enter, self._at_head)
+            enter = functools.partial(self._enter, self._at_head)
+            self.lane = _swapping(enter) if self._swap else enter
         return True
 
     @property
@@ -246,7 +254,7 @@ class Runner:
             return False
         try:
             started = _clock() if self._trial is not None else 0.0
-            ready = enter(self._at_head, out, *operands)
+            ready = enter(self._at_head, out, *(operands[::-1] if self._swap else operands))
             if ready == READY:
                 if self.threads == 1:
                     go(0, 0, 0)
@@ -272,7 +280,7 @@ class Runner:
         if go is None or not self._busy.acquire(False):
             return False
         try:
-            if not self._enter_in_python(out, operands):
+            if not self._enter_in_python(out, operands[::-1] if self._swap else operands):
                 return False
             self._claimed[:] = 0
             if self.threads == 1:
@@ -299,6 +307,15 @@ class Runner:
         addresses = [a.__array_interface__["data"][0] for a in bases]
         self._where[:4] = addresses + addresses[1:2] * (4 - len(addresses))
         return True
+
+
+def _swapping(enter: Callable[..., int]) -> Callable[..., int]:
+    """Return the lane of a runner prepared with its two operands swapped (`swap`)."""
+
+    def lane(out: np.ndarray[Any, Any], x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> int:
+        return enter(out, y, x)
+
+    return lane
 
 
 def _bind(

@@ -27,13 +27,18 @@ def _squared_difference_generic(xp: Any, a: Any, b: Any) -> Any:
 
 
 KERNELS: Final[dict[str, Kernel]] = {
-    "bitwise_and": ufunc_kernel("bitwise_and", "bitwise_and"),
-    "bitwise_or": ufunc_kernel("bitwise_or", "bitwise_or"),
-    "bitwise_xor": ufunc_kernel("bitwise_xor", "bitwise_xor"),
-    "greater_or_equal": ufunc_kernel("greater_equal", "greater_equal"),
-    "less_or_equal": ufunc_kernel("less_equal", "less_equal"),
-    "not_equal": ufunc_kernel("not_equal", "not_equal"),
-    "squared_difference": Kernel(_squared_difference_numpy, _squared_difference_generic, passes=2),
+    "bitwise_and": ufunc_kernel("bitwise_and", "bitwise_and", "bitwise_and"),
+    "bitwise_or": ufunc_kernel("bitwise_or", "bitwise_or", "bitwise_or"),
+    "bitwise_xor": ufunc_kernel("bitwise_xor", "bitwise_xor", "bitwise_xor"),
+    "greater_or_equal": ufunc_kernel("greater_equal", "greater_equal", "greater_or_equal"),
+    "less_or_equal": ufunc_kernel("less_equal", "less_equal", "less_or_equal"),
+    "not_equal": ufunc_kernel("not_equal", "not_equal", "not_equal"),
+    "squared_difference": Kernel(
+        _squared_difference_numpy,
+        _squared_difference_generic,
+        passes=2,
+        compiled="squared_difference",
+    ),
 }
 """Kernels of the operators that need no attribute to pick one."""
 
