@@ -219,7 +219,9 @@ def compiled_runner(
         return None
     if not _compiled.accepts(name, out, views):
         return None
-    stream, measure = config.stores(settings, out.nbytes + sum(v.nbytes for v in views))
+    stream, measure = config.stores(
+        settings, out.nbytes + sum(v.nbytes for v in views), out.itemsize
+    )
     return _compiled.prepare(
         name,
         out,
