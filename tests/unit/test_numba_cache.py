@@ -113,11 +113,15 @@ def test_parallel_warm_keeps_every_kernel_of_every_process(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].startswith("2 of 2 kernels ready")
+    assert "bcast: compiling" not in done.stderr  # warm reports each kernel itself
     (folder,) = (tmp_path / "numba").glob("*/numba_kernels")
     assert _index_entries(folder, "_walker_of.locals.walk") == 2
+    (index,) = folder.glob("numba_kernels._walker_of.locals.walk-*.nbi")
+    written = index.read_bytes()
     again = subprocess.run([*warm, "--jobs", "1"], env=env, capture_output=True, text=True)
     assert again.returncode == 0
-    assert "compiling" not in again.stderr  # every kernel loaded, none compiled again
+    assert again.stdout.splitlines()[-1].startswith("2 of 2 kernels ready")
+    assert index.read_bytes() == written  # every kernel loaded, none compiled and saved again
 
 
 def test_a_change_to_any_module_the_kernels_read_recompiles_them(tmp_path):

@@ -433,13 +433,18 @@ def warm(
     0
     """
     ready = 0
-    for name, dtypes in signatures(names):
-        if not available():
-            return 0
-        start = time.perf_counter()
-        walk = _kernels.get((name, *dtypes), wait=True)
-        ready += walk is not None
-        if report is not None:
-            kinds = ",".join(str(d) for d in dtypes)
-            report(f"{name}({kinds})", walk is not None, time.perf_counter() - start)
+    notices = _state["kernels"].NOTICES if _loaded() else {}
+    notices["compiling"] = False  # `report` says what is compiled: no notice on stderr
+    try:
+        for name, dtypes in signatures(names):
+            if not available():
+                return 0
+            start = time.perf_counter()
+            walk = _kernels.get((name, *dtypes), wait=True)
+            ready += walk is not None
+            if report is not None:
+                kinds = ",".join(str(d) for d in dtypes)
+                report(f"{name}({kinds})", walk is not None, time.perf_counter() - start)
+    finally:
+        notices["compiling"] = True
     return ready

@@ -45,7 +45,7 @@ from bcast.engine.numba_rows import (
 from bcast.engine.numba_team import LINE, fetch_add, join, post
 from bcast.engine.runner import MAX_RANK
 
-__all__ = ["SCALARS", "compile_entry", "walk", "walker"]
+__all__ = ["NOTICES", "SCALARS", "compile_entry", "walk", "walker"]
 
 _entries: dict[tuple[Any, ...], Any] = {}
 _lock = threading.Lock()
@@ -344,7 +344,8 @@ def _compile(name: str, dtypes: list[np.dtype[Any]]) -> Any:
     # wait is noticeable, i.e. when it really compiles (once per machine).
     notice = threading.Timer(_NOTICE_AFTER, _say_compiling, (name, kinds))
     notice.daemon = True
-    notice.start()
+    if NOTICES["compiling"]:
+        notice.start()
     try:
         dispatcher = _called_walk if name == "pow" else walk
         compiled = dispatcher.compile(signature)
@@ -365,6 +366,10 @@ def _compile(name: str, dtypes: list[np.dtype[Any]]) -> Any:
 
 _NOTICE_AFTER: Final = 0.5
 """Seconds of compiling after which `_compile` tells stderr what it is doing."""
+
+NOTICES: Final = {"compiling": True}
+"""Whether `_compile` tells stderr (`bcast.engine.compiled.warm` turns it off: its caller
+reports each kernel itself)."""
 
 
 def _say_compiling(name: str, kinds: str) -> None:
