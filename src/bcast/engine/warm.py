@@ -47,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["--list", "--ops", "xor"])
     xor(bool,bool,bool,bool)
     0
+    >>> main(["--list", "--ops", "less_or_equal,greater_or_equal"])  # one set: operands swapped
+    greater_or_equal(bool,uint8,uint8,uint8)
+    ...
+    0
     """
     parser = argparse.ArgumentParser(
         prog="python -m bcast.engine.warm", description=__doc__.splitlines()[0]
@@ -73,9 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     names = None if args.ops is None else [n.strip() for n in args.ops.split(",") if n.strip()]
+    if names is not None:  # Less is Greater's kernel, its operands swapped: that one
+        names = list(dict.fromkeys(operations.SWAPPED.get(n, n) for n in names))
     unknown = sorted(set(names or ()) - set(compiled.OPERATIONS))
     if unknown:
-        known = ", ".join(compiled.OPERATIONS)
+        known = ", ".join([*compiled.OPERATIONS, *operations.SWAPPED])
         print(f"unknown operation(s) {', '.join(unknown)}; known: {known}", file=sys.stderr)
         return 2
     kernels = compiled.signatures(names)
