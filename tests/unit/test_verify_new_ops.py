@@ -179,3 +179,25 @@ def test_a_fake_quantize_limit_placed_elsewhere_disagrees(
     assert run.results["bcast"].error is None  # it ran, and answered other values
     assert run.results["bcast"].value.shape == (2, 4, 3)
     assert not run.comparisons["openvino"].agree
+
+
+@pytest.mark.parametrize("levels", ["1", "0", "-5"])
+def test_fake_quantize_levels_below_two_are_a_disagreement_not_a_crash(
+    tmp_path: Path, levels: str
+) -> None:
+    # A hostile IR: levels that give no grid. bcast refuses the node (levels must be at
+    # least 2); OpenVINO may run it: a disagreement, with no warning or traceback on the way
+    import warnings
+
+    from bcast.openvino.verify import verify_ir
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "deployed"
+    xml = (fixture / "cnn_nncf_fakequantize_openvino.xml").read_text()
+    (tmp_path / "fq.xml").write_text(xml.replace('levels="256"', f'levels="{levels}"', 1))
+    (tmp_path / "fq.bin").write_bytes((fixture / "cnn_nncf_fakequantize_openvino.bin").read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's divide by zero was one
+        outcome = verify_ir(str(tmp_path / "fq.xml"), seed=0)
+    first = next(run for run in outcome.nodes if run.op == "FakeQuantize")
+    assert "levels must be an integer of at least 2" in str(first.results["bcast"].error)
+    assert not first.comparisons["openvino"].agree

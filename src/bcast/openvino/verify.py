@@ -183,8 +183,9 @@ def verify_ir(
                 f"{label}: no {key} attribute: OpenVINO reads axis 0, bcast the spec's -1"
             )
         rng = np.random.default_rng([seed, index])
+        levels = _levels(data) if fake else 0
         if fake:
-            arrays = _fake_quantize_inputs(node, concrete, int(data.get("levels", "2")), rng)
+            arrays = _fake_quantize_inputs(node, concrete, levels, rng)
         else:
             arrays = _inputs(node, concrete, targets, precisions, rng)
         shown = tuple((n, Shape(a.shape)) for n, a in zip(node.inputs, arrays, strict=True))
@@ -193,7 +194,7 @@ def verify_ir(
         # As written (Broadcast-1 "none"); PRelu has no broadcast attribute.
         mode = None if node.mode is None else data.get(attribute, str(node.mode))
         run = NodeRun(node.name, node.op, shown, mode=mode, axis=written)
-        run.results["bcast"] = attempt(_run_bcast, node, arrays, data)
+        run.results["bcast"] = attempt(_run_bcast, node, arrays, levels)
         constant = [node.rule is Rule.BROADCAST and i > 0 for i in range(len(arrays))]
         op = "PRelu" if node.op == "PReLU" else node.op  # IR's spelling; the op's type name
         result = attempt(
@@ -216,11 +217,11 @@ def _spec_axis(node: Node) -> dict[str, Any]:
     return {"axis": node.axis if node.axis_written else -1}
 
 
-def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]], data: Mapping[str, str]) -> Any:
+def _run_bcast(node: Node, arrays: Sequence[npt.NDArray[Any]], levels: int) -> Any:
     mode = node.mode or Mode.NUMPY
     axis = _spec_axis(node)
     if node.op == _FAKE:  # the levels as the IR writes them; bcast places the limits itself
-        return ops.fake_quantize(*arrays, levels=int(data.get("levels", "")), broadcast=mode)
+        return ops.fake_quantize(*arrays, levels=levels, broadcast=mode)
     if node.op in _BINARY:
         return getattr(ops, _BINARY[node.op])(arrays[0], arrays[1], broadcast=mode, **axis)
     if node.rule is Rule.PRELU_CHANNEL:  # the slope at X's channel axis where it fits
@@ -410,6 +411,16 @@ def _inputs(
     return arrays
 
 
+def _levels(data: Mapping[str, str]) -> int:
+    """Return a FakeQuantize's ``levels`` as the IR writes them (0 where it is no integer).
+
+    >>> _levels({"levels": "256"}), _levels({"levels": "x"}), _levels({})
+    (256, 0, 0)
+    """
+    text = data.get("levels", "").strip()
+    return int(text) if text.lstrip("-").isdigit() else 0
+
+
 def _fake_quantize_inputs(
     node: Node, concrete: Sequence[tuple[int, ...]], levels: int, rng: np.random.Generator
 ) -> list[npt.NDArray[Any]]:
@@ -420,20 +431,24 @@ def _fake_quantize_inputs(
     bcast places them. Each quotient then sits on a level, half a level from any rounding
     boundary: a runtime that places a limit elsewhere lands on other levels, and two
     correct ones agree to float32 rounding. Where the limits do not fit onto X as drawn
-    (they broadcast past it), X is drawn at random.
+    (they broadcast past it), or ``levels`` is below 2, X is drawn at random.
     """
     shapes = [tuple(s) for s in concrete]
     low = rng.uniform(-2.0, -0.5, shapes[1]).astype(np.float32)
     high = rng.uniform(0.5, 2.0, shapes[2]).astype(np.float32)
     out_low = rng.uniform(-3.0, -1.0, shapes[3]).astype(np.float32)
     out_high = rng.uniform(1.0, 3.0, shapes[4]).astype(np.float32)
-    step = rng.integers(-1, levels + 1, shapes[0]).astype(np.float32) / np.float32(levels - 1)
-    try:
-        placed = broadcast_arrays(step, low, high, mode=node.mode or Mode.NUMPY, **_spec_axis(node))
-    except BroadcastError:
-        placed = None
-    if placed is None or placed[0].shape != step.shape:
+    placed = None
+    if levels >= 2:  # else no levels to draw X on (bcast refuses it; the runtime may not)
+        step = rng.integers(-1, levels + 1, shapes[0]).astype(np.float32)
+        step /= np.float32(levels - 1)
+        mode = node.mode or Mode.NUMPY
+        try:
+            placed = broadcast_arrays(step, low, high, mode=mode, **_spec_axis(node))
+        except BroadcastError:
+            placed = None
+    if placed is None or placed[0].shape != shapes[0]:
         x = rng.uniform(-3.0, 3.0, shapes[0]).astype(np.float32)
     else:
-        x = (placed[1] + step * (placed[2] - placed[1])).astype(np.float32)
+        x = (placed[1] + placed[0] * (placed[2] - placed[1])).astype(np.float32)
     return [x, low, high, out_low, out_high]
