@@ -195,23 +195,30 @@ def _depth_to_space(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord
     [('C%4', '==', '0')]
     """
     block = dict(node.attrs).get("blocksize", dict(node.attrs).get("block_size"))
-    size = expr_of(x.dims[1], graph.expressions) if (x.rank or 0) >= 3 else None
-    if not isinstance(block, int) or block < 1 or size is None:
+    if not isinstance(block, int) or block < 1 or (x.rank or 0) < 3:
         return []
     square = block ** ((x.rank or 0) - 2)  # ONNX's 4-D: block * block
-    reason = f"{size} must be a multiple of {square} ({node.op}'s block {block}, per spatial axis)"
-    left = Expr("%", (size, _int(square)))
-    return [ArithmeticRecord(node.name, node.op, left, "==", _int(0), reason)]
+    why = f"{node.op}'s block {block}, per spatial axis"
+    return _channels_multiple(node, graph, x, square, why)
 
 
 def _groups(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
     """Require GroupNormalization's channels to be a multiple of its group count."""
     groups = dict(node.attrs).get("num_groups")
-    size = expr_of(x.dims[1], graph.expressions) if (x.rank or 0) >= 2 else None
-    if not isinstance(groups, int) or groups < 1 or size is None:
+    if not isinstance(groups, int) or groups < 1:
         return []
-    reason = f"{size} must be a multiple of {groups} ({node.op}'s num_groups)"
-    left = Expr("%", (size, _int(groups)))
+    return _channels_multiple(node, graph, x, groups, f"{node.op}'s num_groups")
+
+
+def _channels_multiple(
+    node: Node, graph: Graph, x: Shape, divisor: int, why: str
+) -> list[ArithmeticRecord]:
+    """Require X's channels (axis 1) to be a multiple of ``divisor``."""
+    size = expr_of(x.dims[1], graph.expressions) if (x.rank or 0) >= 2 else None
+    if size is None:
+        return []
+    reason = f"{size} must be a multiple of {divisor} ({why})"
+    left = Expr("%", (size, _int(divisor)))
     return [ArithmeticRecord(node.name, node.op, left, "==", _int(0), reason)]
 
 
