@@ -8,7 +8,6 @@ whichever path computed it; outputs start as NaN so that a row nobody wrote show
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 from unittest import mock
 
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 
 from bcast import engine, ops
 from bcast.engine import compiled as _compiled
+from entries import entries
 
 OPERATIONS: dict[str, Any] = {
     "add": (ops.add, np.add),
@@ -89,21 +89,8 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         "settings": _forced(draw),
         "seed": draw(st.integers(0, 2**32 - 1)),
         "short": draw(st.integers(0, 2)),  # Where's operand of fewer axes (cond, x or y)
-        "entry": draw(st.integers(0, 3)) == 0,
+        "entry": draw(st.integers(0, 3)) == 0,  # a compiled entry (`entries`): a quarter
     }
-
-
-def _entries(case: dict[str, Any]) -> Any:
-    """Compiled entries for a quarter of the cases; the others walk from Python's front.
-
-    Each itemsize and rank of each array is an entry of its own to compile
-    (`bcast.engine.numba_entry`, 1 to 2.5 s each on the 2-core Xeon): every case's made these
-    two tests 3 minutes of compiling on a machine's first run. Python's front does what the
-    entry does (`bcast.engine.runner.Runner`), and the walkers are the same.
-    """
-    if case["entry"]:
-        return contextlib.nullcontext()
-    return mock.patch.object(_compiled, "_entry", lambda kinds, wait: None)
 
 
 def _same_bits(got: np.ndarray, want: np.ndarray) -> None:
@@ -121,7 +108,7 @@ def test_binary_operators_match_numpy_on_every_path(case: dict[str, Any]) -> Non
     out = _out(np.broadcast_shapes(a.shape, b.shape), case["dtype"], case["layout"])
     with (
         mock.patch.object(_compiled, "CHUNK_BYTES", case["chunk_bytes"]),
-        _entries(case),
+        entries(case["entry"]),
         engine.settings(**case["settings"]),
     ):
         got = ours(a, b, out=out)
@@ -153,7 +140,7 @@ def test_where_and_expand_match_numpy_on_every_path(case: dict[str, Any]) -> Non
     expanded = _out(case["result"], case["dtype"], case["layout"])
     with (
         mock.patch.object(_compiled, "CHUNK_BYTES", case["chunk_bytes"]),
-        _entries(case),
+        entries(case["entry"]),
         engine.settings(**case["settings"]),
     ):
         ops.where(condition, x, y, out=out)

@@ -7,14 +7,12 @@ timings here (see ``benchmarks/``).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -28,11 +26,14 @@ from bcast.engine import parallel as _parallel
 from bcast.engine import runner as _runner
 from bcast.engine.background import Resolver
 from bcast.engine.runner import MAX_RANK, Runner
+from entries import entries
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
 # Every large-work path forced: compiled (the kernel compiled, or loaded from numba's cache,
 # in the caller's thread on first use), split over 3 threads, streaming stores on.
+# The bit-for-bit tables compile entries for 4-byte operands only (65 entries for every
+# case, 34 so): the entry's own tests below cover every itemsize.
 FORCED = {
     "compiled_wait": True,
     "threads": 3,
@@ -143,18 +144,6 @@ SHAPES = [
 ]
 
 
-def _entries_for(dtype: str) -> Any:
-    """Compiled entries for 4-byte operands; others walk from Python's front (same walkers).
-
-    Each itemsize and rank of each array is an entry of its own (`bcast.engine.numba_entry`,
-    about 1.2 s to compile on the 2-core Xeon): every case's were 65 entries, 80 s of a
-    machine's first run. The tests named for the entry test it on every itemsize.
-    """
-    if np.dtype(dtype).itemsize == 4:
-        return contextlib.nullcontext()
-    return mock.patch.object(_compiled, "_entry", lambda kinds, wait: None)
-
-
 @pytest.mark.parametrize(("op", "dtype"), CASES)
 def test_binary_operations_match_numpy_bit_for_bit(
     op: str, dtype: str, calls: list[tuple[str, bool]]
@@ -165,7 +154,7 @@ def test_binary_operations_match_numpy_bit_for_bit(
         a, b = _values(rng, a_shape, dtype), _values(rng, b_shape, dtype)
         with np.errstate(all="ignore"):
             want = theirs(a, b)
-        with _entries_for(dtype), engine.settings(**FORCED):
+        with entries(np.dtype(dtype).itemsize == 4), engine.settings(**FORCED):
             got = ours(a, b)
         same_bits(got, want)
     assert calls and all(done for _, done in calls)
@@ -680,12 +669,12 @@ def test_float16_matches_numpy_on_every_bit_pattern(op: str, calls: list[tuple[s
     for b in (_HALF_SPECIAL, _HALF_SPECIAL[::-1].copy()):
         with np.errstate(all="ignore"):
             want = theirs(a, b)
-            with _entries_for("float16"), engine.settings(**FORCED):
+            with entries(False), engine.settings(**FORCED):
                 got = ours(a, b)
         same_bits(got, want)
         with np.errstate(all="ignore"):  # the other operand order
             want = theirs(b, a)
-            with _entries_for("float16"), engine.settings(**FORCED):
+            with entries(False), engine.settings(**FORCED):
                 got = ours(b, a)
         same_bits(got, want)
     # Compiled wherever numba's target CPU converts halves (NumPy's path elsewhere).
