@@ -9,11 +9,8 @@ process leaves.
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
-import threading
-from contextlib import suppress
 
 
 def main() -> None:
@@ -23,8 +20,11 @@ def main() -> None:
     kinds = kinds_for(sys.argv[1:])
     if kinds is not None:  # the worker starts before the rest of bcast and click load
         preload = preload_of(kinds)
-        with suppress(OSError):  # no process to spare now: the command starts one later
+        try:
             spawned = spawn(preload)
+        except OSError:  # no process to spare now: the command starts one later
+            pass
+        else:
             from bcast.models.isolation import adopt
 
             adopt(spawned, preload)
@@ -44,6 +44,10 @@ def leave(code: str | int | None) -> None:
     the standard streams are flushed; where a thread that is not a daemon still runs, the
     interpreter exits the usual way, which waits for it.
     """
+    import atexit  # after the worker's start (`main`): nothing before it that it can wait for
+    import threading
+    from contextlib import suppress
+
     others = [t for t in threading.enumerate() if t is not threading.main_thread()]
     if any(not t.daemon for t in others):
         sys.exit(code)

@@ -15,8 +15,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
-from typing import Final
+
+TYPE_CHECKING = False  # as typing's; `typing` and `collections.abc` load after the spawn
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Final
 
 __all__ = ["PRELOADS", "READERS", "Spawned", "kinds_for", "preload_of", "spawn"]
 
