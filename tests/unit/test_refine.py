@@ -147,3 +147,41 @@ def test_a_chain_of_forty_shape_reshape_links_is_sized_to_its_end():
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     (out,) = session.run(None, {"x": np.ones((1, 4, 5), np.float32)})
     assert out.shape == (1, 4, 5)  # the runtime at h = 5
+
+
+def test_a_small_constant_is_decoded_once_per_content_and_read_as_numpy_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reader asks for each Constant round after round (and a model repeats them)."""
+    from bcast.onnx import protos
+
+    calls: list[object] = []
+    decode = protos._decode
+
+    def counted(tensor: TensorProto) -> object:
+        calls.append(tensor)
+        return decode(tensor)
+
+    monkeypatch.setattr(protos, "_decode", counted)
+    protos._decoded.cache_clear()
+    values = [np.array([2, -1, 5], np.int64), np.array([0.5, 2.0], np.float32), np.array(True)]
+    for value in values:
+        for _ in range(3):  # the same content, three protos
+            found = protos.small_values(numpy_helper.from_array(value, "t"))
+            assert found is not None
+            assert found == (value.dtype.kind, tuple(value.reshape(-1).tolist()))
+    assert len(calls) == len(values)
+
+
+def test_a_small_tensor_with_more_data_than_its_dims_is_not_a_value() -> None:
+    """A hostile [3] int64 tensor carrying 1 MiB: NumPy's reader refuses it; so does bcast."""
+    from bcast.onnx.protos import small_values, tensor_ints
+
+    tensor = TensorProto(
+        name="t", data_type=TensorProto.INT64, dims=[3], raw_data=b"\x01" * (1 << 20)
+    )
+    with pytest.raises(ValueError):
+        numpy_helper.to_array(tensor)
+    assert small_values(tensor) is None and tensor_ints(tensor) is None
+    negative = TensorProto(name="t", data_type=TensorProto.INT64, dims=[-3], int64_data=[1, 2, 3])
+    assert small_values(negative) is None

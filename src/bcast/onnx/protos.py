@@ -30,12 +30,14 @@ __all__ = [
     "item_size",
     "read_opsets",
     "shape_of",
+    "small_values",
     "symbol",
     "tensor_ints",
 ]
 
 DEFAULT_DOMAINS: Final = frozenset({"", "ai.onnx"})
 _MAX_CONSTANT: Final = 64  # elements: shape-like constants only
+_CACHED_BYTES: Final = 1 << 16  # a larger proto of a small tensor is decoded, not cached
 _UNK: Final = re.compile(r"unk__\d+")
 _ATTRIBUTE_TYPE: Final = {
     int: onnx.AttributeProto.INT,
@@ -166,22 +168,52 @@ def attribute(proto: onnx.NodeProto, name: str, default: Any) -> Any:
     return default
 
 
+def small_values(tensor: onnx.TensorProto) -> tuple[str, tuple[Any, ...]] | None:
+    """Return NumPy's kind of a small tensor's type and its values, flat, as Python scalars.
+
+    None for a tensor of more than one axis or more than 64 elements, external data, strings
+    or data that does not decode. The reader asks for the same constants round after round
+    (`bcast.onnx.reader`), and a model repeats them: a tensor is decoded once per content.
+
+    >>> from onnx import helper, TensorProto
+    >>> small_values(helper.make_tensor("t", TensorProto.INT64, [3], [2, -1, 5]))
+    ('i', (2, -1, 5))
+    >>> small_values(helper.make_tensor("t", TensorProto.FLOAT, [2, 2], [0.0] * 4)) is None
+    True
+    """
+    if len(tensor.dims) > 1 or tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return None
+    if tensor.data_type == onnx.TensorProto.STRING:
+        return None
+    count = int(tensor.dims[0]) if tensor.dims else 1
+    if not 0 <= count <= _MAX_CONSTANT:
+        return None
+    if tensor.ByteSize() > _CACHED_BYTES:  # more data than its dims hold: it will not decode
+        return _decode(tensor)
+    return _decoded(tensor.SerializeToString())
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(data: bytes) -> tuple[str, tuple[Any, ...]] | None:
+    tensor = onnx.TensorProto()
+    tensor.ParseFromString(data)
+    return _decode(tensor)
+
+
+def _decode(tensor: onnx.TensorProto) -> tuple[str, tuple[Any, ...]] | None:
+    try:
+        array = np.asarray(numpy_helper.to_array(tensor)).reshape(-1)
+    except (ValueError, TypeError, RuntimeError):
+        return None
+    return array.dtype.kind, tuple(array.tolist())
+
+
 def tensor_ints(tensor: onnx.TensorProto) -> tuple[int, ...] | None:
     """Return the values of a small integer tensor, or None (large, non-integer, external)."""
     if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
         return None
-    count = 1
-    for d in tensor.dims:
-        count *= int(d)
-    if len(tensor.dims) > 1 or count > _MAX_CONSTANT or count < 0:
-        return None
-    if tensor.data_location == onnx.TensorProto.EXTERNAL:
-        return None
-    try:
-        array = numpy_helper.to_array(tensor)
-    except (ValueError, TypeError, RuntimeError):
-        return None
-    return tuple(int(v) for v in np.asarray(array).reshape(-1))
+    found = small_values(tensor)
+    return found[1] if found is not None else None
 
 
 def constant_node_ints(proto: onnx.NodeProto) -> tuple[int, ...] | None:

@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product
 from bcast.core.dim import Dim
@@ -31,7 +29,7 @@ from bcast.core.spatial import (
     up,
 )
 from bcast.models import Graph
-from bcast.onnx.protos import attribute
+from bcast.onnx.protos import attribute, small_values
 from bcast.onnx.values import Value
 
 __all__ = ["Floats", "SPATIAL_OPS", "float_values", "spatial_shapes"]
@@ -48,7 +46,6 @@ SPATIAL_OPS: Final = frozenset(
 )  # fmt: skip
 """The operators `spatial_shapes` sizes."""
 _POOLS: Final = frozenset({"MaxPool", "AveragePool", "LpPool"})
-_MAX_FLOATS: Final = 64
 
 
 def float_values(proto: onnx.GraphProto) -> dict[str, tuple[float, ...]]:
@@ -68,16 +65,9 @@ def float_values(proto: onnx.GraphProto) -> dict[str, tuple[float, ...]]:
                     tensors.append((node.output[0], attr.t))
     found: dict[str, tuple[float, ...]] = {}
     for name, tensor in tensors:
-        if tensor.data_location == onnx.TensorProto.EXTERNAL or len(tensor.dims) > 1:
-            continue
-        if int(np.prod(tensor.dims)) > _MAX_FLOATS:
-            continue
-        try:
-            array = np.asarray(numpy_helper.to_array(tensor)).reshape(-1)
-        except (ValueError, TypeError, RuntimeError):
-            continue
-        if array.dtype.kind == "f":
-            found[name] = tuple(float(v) for v in array)
+        values = small_values(tensor)
+        if values is not None and values[0] == "f":
+            found[name] = values[1]
     return found
 
 

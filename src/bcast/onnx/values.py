@@ -15,13 +15,12 @@ from typing import Final
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from bcast.core.arithmetic import expr_of, expression_dim, product, total
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
-from bcast.onnx.protos import DEFAULT_DOMAINS, attribute
+from bcast.onnx.protos import DEFAULT_DOMAINS, attribute, small_values
 
 __all__ = ["LiveValues", "Value", "shape_tensor_values"]
 
@@ -133,20 +132,10 @@ def _where(c: Element, a: Element, b: Element) -> Element | None:
 
 
 def _ints(tensor: onnx.TensorProto) -> Value | None:
-    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+    found = small_values(tensor)
+    if found is None or found[0] not in "biu":
         return None
-    count = int(np.prod(tensor.dims)) if tensor.dims else 1
-    if count > _MAX_ELEMENTS or len(tensor.dims) > 1:
-        return None
-    try:
-        array = np.asarray(numpy_helper.to_array(tensor)).reshape(-1)
-    except (ValueError, TypeError, RuntimeError):
-        return None
-    if array.dtype.kind == "b":
-        return tuple(bool(v) for v in array)
-    if array.dtype.kind not in "iu":
-        return None
-    return tuple(int(v) for v in array)
+    return found[1]
 
 
 def shape_tensor_values(
