@@ -8,13 +8,19 @@ could not say: a congruence, a failure past 32768, an unbounded range.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bcast
 from bcast.core.expressions import parse_expression
 from bcast.core.shape import Shape
 from bcast.models import Graph
+from bcast.models.condition_sets import never_below, space_of
 from bcast.models.domain import ArithmeticRecord
 from bcast.models.domain_solve import solve_domain
 
@@ -255,3 +261,45 @@ def test_sizes_of_several_residues_are_said_residue_by_residue() -> None:
     assert found.reason.startswith("fails unless h % 4 ∈ {0, 3} or h = 1 or h = 2: ")
     assert report.domain.dim("h").text == "h % 4 ∈ {0, 3} or h = 1 or h = 2"
     assert not report.domain.dim("h").exact
+
+
+_PLAIN = st.one_of(
+    st.just("s"),
+    st.integers(0, 70).map(str),
+    st.builds(
+        lambda op, args: f"{op}(s, {', '.join(args)})",
+        st.sampled_from(["Min", "Max"]),
+        st.lists(st.one_of(st.just("s"), st.integers(0, 70).map(str)), min_size=1, max_size=2),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PLAIN, _PLAIN)
+def test_never_below_answers_as_isl_where_it_skips_isl(big: str, small: str) -> None:
+    """Min(64, s) against s is answered without loading isl; the answer is isl's."""
+    a, b = parse_expression(big), parse_expression(small)
+    assert a is not None and b is not None
+    if len(a.symbols | b.symbols) != 1 or a == b:
+        return
+    space = space_of(("s",))
+    below = space.sizes.subtract(space.compare(a, ">=", b))  # sizes where a < b: isl
+    assert never_below(a, b) is below.is_empty()
+
+
+def test_a_truncated_position_length_is_ordered_without_loading_isl() -> None:
+    """BERT's and GPT-2's ``Min(64, seq)`` beside ``seq``: the model's worker reads it
+    without importing islpy (12 ms of every such check)."""
+    code = (
+        "import sys\n"
+        "from bcast.core.expressions import parse_expression as p\n"
+        "from bcast.models.condition_sets import never_below\n"
+        "assert never_below(p('seq'), p('Min(64, seq)'))\n"
+        "assert not never_below(p('Min(64, seq)'), p('seq'))\n"
+        "assert not never_below(p('Min(seq, 8)'), p('Max(seq, 3)'))\n"
+        "print('islpy' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "False"
