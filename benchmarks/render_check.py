@@ -38,13 +38,13 @@ def markdown(check: dict[str, Any]) -> list[str]:
             lines += [models["floor"], ""]
         lines += [
             "Where the time goes: `bcast check` starts its worker first (`bcast._spawn`, "
-            "before the rest of bcast loads); the worker imports NumPy and onnx, parses the "
-            "file, runs ONNX's shape inference and bcast's reader, and sends the graph back; "
-            "this process checks it and solves the domain (isl loaded meanwhile). The "
-            "worker's imports are on that path before any model is read, and onnx's own "
-            "import is most of them: as long as the file is parsed and inferred with onnx "
-            "(the library of the field, over a parser of bcast's own), a median ratio of 1.0 "
-            "is below that floor.",
+            "before the rest of bcast loads); the worker loads onnx's protobuf classes and "
+            "its C++ shape inference without the rest of onnx and without NumPy "
+            "(`bcast._spawn.lean_onnx`), parses the file, runs ONNX's shape inference and bcast's "
+            "reader (rounds of inference fed with what bcast knows), and sends the graph "
+            "back; this process checks it and solves the domain (isl loaded meanwhile). Two "
+            "interpreters start where the peer starts one, and bcast's reader is Python: "
+            "its rounds are most of what is left on transformers.",
             "",
         ]
         lines += [

@@ -4,7 +4,9 @@
 peer library (onnx, OpenVINO): the sooner the worker's interpreter starts, the sooner that
 library is loaded. `bcast.__main__` starts it here first, from the command line alone
 (`kinds_for`), before bcast's own modules and click load; `bcast.models.isolation` starts
-its workers with the same `spawn` and takes this one over. Standard library only.
+its workers with the same `spawn` and takes this one over. An ONNX worker first loads onnx's
+protobuf classes and C++ inference alone (`lean_onnx`), not the whole package and NumPy.
+Standard library only.
 
 >>> kinds_for(["check", "model.onnx", "--json"]), kinds_for(["shape", "[2]", "[3]"])
 (('onnx',), None)
@@ -21,13 +23,16 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Final
 
-__all__ = ["PRELOADS", "READERS", "Spawned", "kinds_for", "preload_of", "spawn"]
+__all__ = ["PRELOADS", "READERS", "Spawned", "kinds_for", "lean_onnx", "preload_of", "spawn"]
 
 PRELOADS: Final = {
-    "onnx": ("bcast.onnx.reader",),
+    "onnx": ("bcast._spawn:lean_onnx", "bcast.onnx.reader"),
     "openvino": ("bcast.openvino.reader", "openvino"),
 }
-"""What a worker may import before its first call, by the kind of model it will read."""
+"""What a worker may import before its first call, by the kind of model it will read.
+
+``module:function`` imports the module and calls the function: `lean_onnx` first, so that
+an ONNX model is read with onnx's protobuf classes and C++ inference only."""
 
 READERS: Final = frozenset({"check", "verify", "domain"})
 """The commands that read models through the worker."""
@@ -77,3 +82,66 @@ def spawn(preload: str) -> Spawned:
     os.close(to_child_r)
     os.close(from_child_w)
     return process, to_child, from_child
+
+
+def lean_onnx() -> bool:
+    """Load onnx's protobuf classes and C++ shape inference without the rest of onnx.
+
+    ``bcast check model.onnx`` waits for its worker to parse the model and run ONNX's shape
+    inference. ``import onnx`` loads far more than that needs (NumPy, ml_dtypes,
+    ``importlib.metadata``, protobuf's JSON and text formats, the model hub...): 0.15 s of
+    the worker's 0.19 s of imports, on the path of every check. The worker calls this
+    first (`PRELOADS`): a stand-in for the ``onnx`` package goes into ``sys.modules`` that
+    holds only ``onnx.onnx_ml_pb2``'s classes (``onnx.ModelProto`` is that module's class,
+    as in onnx itself), with ``onnx.onnx_cpp2py_export`` loaded.
+
+    Nothing is lost: a submodule asked for as an attribute (``onnx.helper``) is imported
+    then, and any other name (``onnx.load``) first runs onnx's own ``__init__`` in the
+    stand-in, which becomes the package ``import onnx`` would have given. The reader uses
+    only the protobuf classes and the C++ inference (`bcast.onnx.protos` reads what
+    ``onnx.helper`` would); ``verify``'s work in the same worker loads the rest as it needs.
+
+    Returns whether the stand-in is the ``onnx`` now loaded: False where onnx is loaded
+    already (nothing to do), not installed, or not laid out as expected (then nothing is
+    changed, and ``import onnx`` loads the whole package as before).
+    """
+    import importlib
+    import importlib.util
+    import types
+
+    if "onnx" in sys.modules:
+        return False
+    spec = importlib.util.find_spec("onnx")
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return False
+    loader = spec.loader
+    package = types.ModuleType("onnx")
+    package.__spec__ = spec
+    package.__path__ = list(spec.submodule_search_locations)
+    package.__file__ = spec.origin
+    package.__loader__ = loader
+    package.__package__ = "onnx"
+
+    def rest(name: str) -> object:
+        """Return ``onnx.<name>``: a submodule imported now, or onnx's own name."""
+        if name.startswith("__") and name != "__version__":
+            raise AttributeError(name)
+        if importlib.util.find_spec(f"onnx.{name}") is not None:
+            return importlib.import_module(f"onnx.{name}")
+        del vars(package)["__getattr__"]
+        loader.exec_module(package)  # onnx's __init__, in the stand-in: the whole package
+        return getattr(package, name)
+
+    vars(package)["__getattr__"] = rest  # the module's own (PEP 562)
+    sys.modules["onnx"] = package
+    try:
+        protos = importlib.import_module("onnx.onnx_ml_pb2")
+        importlib.import_module("onnx.onnx_cpp2py_export.shape_inference")
+    except Exception:  # another layout: the whole package, as if nothing had happened
+        for name in [m for m in sys.modules if m == "onnx" or m.startswith("onnx.")]:
+            del sys.modules[name]
+        return False
+    for name in dir(protos):
+        if not name.startswith("_"):
+            setattr(package, name, getattr(protos, name))
+    return True

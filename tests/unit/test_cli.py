@@ -588,7 +588,9 @@ class TestInstalledEntryPoint:
         assert proc.returncode == 0, proc.stderr
         said = proc.stderr.strip().splitlines()
         # typing takes 8 ms to import: it loads after the worker's start
-        assert said[0] == "['bcast', 'bcast.__main__', 'bcast._spawn'] bcast.onnx.reader False"
+        loaded, preload, typing = said[0].rsplit(" ", 2)
+        assert loaded == "['bcast', 'bcast.__main__', 'bcast._spawn']", said
+        assert (preload, typing) == ("bcast._spawn:lean_onnx,bcast.onnx.reader", "False")
         assert json.loads(proc.stdout)["models"][0]["error"] is None
 
     def test_import_bcast_loads_nothing_but_finds_every_name(self) -> None:

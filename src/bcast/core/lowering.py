@@ -23,14 +23,15 @@ The module is pure: it reads the Plan and imports no ONNX.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from bcast.core.dim import Dim
 from bcast.core.modes import Mode
 from bcast.core.plans import Plan
 from bcast.core.shape import Shape
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Lowering", "LoweredOperand", "apply_numpy", "broadcast_operands", "lower"]
 
@@ -221,6 +222,8 @@ def apply_numpy(lowered: LoweredOperand, x: Any, /) -> np.ndarray[Any, Any]:
     """
     if not lowered.expand_to.is_static:
         raise ValueError(f"apply_numpy needs a static output shape; got {lowered.expand_to}")
+    import numpy as np  # only here: reading an ONNX model for check loads no NumPy
+
     y = np.asarray(x)
     if lowered.squeeze_axes:
         y = np.squeeze(y, axis=lowered.squeeze_axes)

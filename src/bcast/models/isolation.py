@@ -399,17 +399,21 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
 
     Arguments (``sys.argv``): the fd to read calls from, the fd to write answers to and
     the modules to import before the first call (comma separated, `PRELOADS`' values:
-    trusted code, loaded while the caller is still starting). The first message is the
+    trusted code, loaded while the caller is still starting; ``module:function`` calls the
+    function too). The first message is the
     memory cap in bytes (0: none), set before any call is read. OpenVINO's telemetry is
     turned off before anything loads.
     """
     global _serving
     sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]
     inbox, outbox = (int(a) for a in sys.argv[1:3])
-    for module in sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] else ():
-        if any(module in modules for modules in PRELOADS.values()):
+    for preload in sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] else ():
+        if any(preload in modules for modules in PRELOADS.values()):
+            module, _, function = preload.partition(":")  # "module:function": call it too
             with suppress(Exception):  # the first call says what is wrong, in its words
-                importlib.import_module(module)
+                loaded = importlib.import_module(module)
+                if function:
+                    getattr(loaded, function)()
     cap = _read_exact(inbox, _HEADER.size)
     if cap is None:
         return

@@ -7,14 +7,15 @@ onnxruntime refuses too and that a reader would otherwise take for a valid model
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any, Final
 
-import numpy as np
 import onnx
 
 from bcast.models import ModelError
 from bcast.models.graph import topological_order
+from bcast.onnx.protos import FIELDS, ITEM_SIZES
 
 __all__ = ["MAX_EXPANDED_NODES", "MAX_NESTING", "check_integrity", "check_structure", "graphs"]
 
@@ -64,11 +65,9 @@ def _data_problem(tensor: onnx.TensorProto) -> str:
         return ""
     if any(d < 0 for d in tensor.dims):
         return f"has a negative dim in {list(tensor.dims)}"
-    count = int(np.prod([int(d) for d in tensor.dims], dtype=object))
-    try:
-        itemsize = int(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize)
-        field = onnx.helper.tensor_dtype_to_field(tensor.data_type)
-    except (KeyError, ValueError, TypeError):
+    count = math.prod(int(d) for d in tensor.dims)
+    itemsize, field = ITEM_SIZES.get(tensor.data_type), FIELDS.get(tensor.data_type)
+    if itemsize is None or field is None:
         return ""  # an undefined or unknown type: nothing to measure against
     type_name = onnx.TensorProto.DataType.Name(tensor.data_type)
     dims = list(tensor.dims)

@@ -11,9 +11,7 @@ import itertools
 from collections.abc import Iterator, Set
 from typing import Final
 
-import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from bcast.models.isolation import IsolationError
 from bcast.onnx._integrity import graphs
@@ -134,9 +132,11 @@ def _add_probes(graph: onnx.GraphProto, probes: dict[str, str], counter: Iterato
     if not wanted:
         return False
     scalar = f"{_PROBE}{next(counter)}"
-    zero = numpy_helper.from_array(np.zeros((), np.float32))
-    graph.node.append(onnx.helper.make_node("Constant", [], [scalar], value=zero))
+    constant = graph.node.add(op_type="Constant", output=[scalar])  # a float32 zero
+    constant.attribute.add(name="value", type=onnx.AttributeProto.TENSOR).t.CopyFrom(
+        onnx.TensorProto(data_type=onnx.TensorProto.FLOAT, raw_data=bytes(4))
+    )
     for target in dict.fromkeys(wanted):
         probes[target] = f"{_PROBE}{next(counter)}"
-        graph.node.append(onnx.helper.make_node("Expand", [scalar, target], [probes[target]]))
+        graph.node.add(op_type="Expand", input=[scalar, target], output=[probes[target]])
     return True

@@ -20,9 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import onnx
-from onnx import helper, numpy_helper
 
 from bcast.core.dim import Dim
 from bcast.core.lowering import LoweredOperand
@@ -102,27 +100,26 @@ class OnnxLowering:
             if _is_shape_operand(self.plan.mode, k):
                 rank = self.plan.shapes[k].rank
                 graph_inputs.append(
-                    helper.make_tensor_value_info(name, onnx.TensorProto.INT64, [rank])
+                    onnx.helper.make_tensor_value_info(name, onnx.TensorProto.INT64, [rank])
                 )
             else:
-                graph_inputs.append(
-                    helper.make_tensor_value_info(name, elem_type, _onnx_dims(self.plan.shapes[k]))
-                )
+                dims = _onnx_dims(self.plan.shapes[k])
+                graph_inputs.append(onnx.helper.make_tensor_value_info(name, elem_type, dims))
         out_dims = _onnx_dims(self.plan.output)
         graph_outputs = [
-            helper.make_tensor_value_info(o, elem_type, out_dims) for o in self.outputs
+            onnx.helper.make_tensor_value_info(o, elem_type, out_dims) for o in self.outputs
         ]
-        graph = helper.make_graph(
+        graph = onnx.helper.make_graph(
             list(self.nodes),
             "bcast_lowered",
             graph_inputs,
             graph_outputs,
             initializer=list(self.initializers),
         )
-        opsets = [helper.make_opsetid("", opset)]
+        opsets = [onnx.helper.make_opsetid("", opset)]
         # The lowest IR version that carries the opset, so that older runtimes load it.
-        ir_version = helper.find_min_ir_version_for(opsets)
-        return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
+        ir_version = onnx.helper.find_min_ir_version_for(opsets)
+        return onnx.helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
 
 
 def lower(
@@ -278,8 +275,10 @@ class _Builder:
         return f"{self.prefix}__bcast_{what}_{self._count}"
 
     def constant(self, what: str, values: Sequence[int]) -> str:
+        import numpy as np  # the worker reading models loads no NumPy (bcast._spawn.lean_onnx)
+
         name = self.fresh(what)
-        self.initializers.append(numpy_helper.from_array(np.array(values, np.int64), name))
+        self.initializers.append(onnx.numpy_helper.from_array(np.array(values, np.int64), name))
         self._produced.add(name)
         return name
 
@@ -288,7 +287,7 @@ class _Builder:
         for name in inputs:
             if name not in self._produced:
                 self.read.add(name)
-        self.nodes.append(helper.make_node(op_type, inputs, [out], name=f"{out}__node"))
+        self.nodes.append(onnx.helper.make_node(op_type, inputs, [out], name=f"{out}__node"))
         self._produced.add(out)
         return out
 

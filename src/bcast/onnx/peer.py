@@ -6,11 +6,12 @@ Models travel as bytes: the worker parses them, runs the peer and sends bytes ba
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 import onnx
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 from bcast.models.isolation import in_worker, run_isolated
 
@@ -31,7 +32,18 @@ def infer_serialized(data: bytes, data_prop: bool) -> bytes:
 
 
 def _infer(model: onnx.ModelProto, data_prop: bool) -> onnx.ModelProto:
-    return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop)
+    """``onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=...)``.
+
+    Its C++ function, called as that function calls it: the model's worker reads models
+    with onnx's protobuf classes and C++ inference only (`bcast._spawn.lean_onnx`), and
+    ``onnx.shape_inference`` would load the rest of onnx to parse the answer.
+    """
+    from onnx.onnx_cpp2py_export import shape_inference
+
+    inferred = shape_inference.infer_shapes(model.SerializeToString(), False, False, data_prop)
+    found = onnx.ModelProto()
+    found.ParseFromString(inferred)
+    return found
 
 
 def infer_isolated(model: onnx.ModelProto, *, data_prop: bool = True) -> onnx.ModelProto:
@@ -60,6 +72,7 @@ def infer_isolated(model: onnx.ModelProto, *, data_prop: bool = True) -> onnx.Mo
 
 def run_onnxruntime_serialized(data: bytes, feeds: Mapping[str, Any]) -> npt.NDArray[Any]:
     """Run a serialized model in onnxruntime (CPU, one thread); return output 0."""
+    import numpy as np
     import onnxruntime
 
     onnxruntime.set_default_logger_severity(4)  # its own error log would duplicate ours

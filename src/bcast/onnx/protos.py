@@ -8,12 +8,13 @@ wrong type is the one `ModelError`: no exporter writes that).
 from __future__ import annotations
 
 import functools
+import math
 import re
+import struct
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from bcast.core.arithmetic import expression_dim, named_dim, register_expression
 from bcast.core.dim import Dim
@@ -23,9 +24,12 @@ from bcast.models import Graph, ModelError
 
 __all__ = [
     "DEFAULT_DOMAINS",
+    "FIELDS",
+    "ITEM_SIZES",
     "expression_dim",
     "invented",
     "attribute",
+    "attribute_value",
     "constant_node_ints",
     "item_size",
     "read_opsets",
@@ -33,6 +37,8 @@ __all__ = [
     "small_values",
     "symbol",
     "tensor_ints",
+    "tensor_type",
+    "value_info",
 ]
 
 DEFAULT_DOMAINS: Final = frozenset({"", "ai.onnx"})
@@ -47,6 +53,46 @@ _ATTRIBUTE_TYPE: Final = {
 }
 _NAMES: Final = frozenset(onnx.AttributeProto.AttributeType.values())
 
+# What ONNX's helpers say of each element type (onnx.helper.tensor_dtype_to_np_dtype's
+# itemsize, tensor_dtype_to_field), written out: the model's worker reads a model without
+# loading NumPy or onnx.helper (bcast._spawn.lean_onnx). Tests hold them to ONNX's own.
+_T = onnx.TensorProto
+ITEM_SIZES: Final[dict[int, int]] = {
+    _T.FLOAT: 4, _T.UINT8: 1, _T.INT8: 1, _T.UINT16: 2, _T.INT16: 2, _T.INT32: 4,
+    _T.INT64: 8, _T.STRING: 8, _T.BOOL: 1, _T.FLOAT16: 2, _T.DOUBLE: 8, _T.UINT32: 4,
+    _T.UINT64: 8, _T.COMPLEX64: 8, _T.COMPLEX128: 16, _T.BFLOAT16: 2,
+    **dict.fromkeys(range(17, 29), 1),  # FLOAT8E4M3FN .. FLOAT6E3M2: one byte each
+}  # fmt: skip
+"""Bytes per element (NumPy's itemsize) of each ONNX element type."""
+FIELDS: Final[dict[int, str]] = {
+    **dict.fromkeys(ITEM_SIZES, "int32_data"),
+    _T.FLOAT: "float_data", _T.COMPLEX64: "float_data", _T.DOUBLE: "double_data",
+    _T.COMPLEX128: "double_data", _T.INT64: "int64_data", _T.STRING: "string_data",
+    _T.UINT32: "uint64_data", _T.UINT64: "uint64_data",
+}  # fmt: skip
+"""The field of a TensorProto that holds each element type's values when not raw."""
+# (struct format, kind, how a value stored in int32_data/uint64_data becomes the element)
+_DECODED: Final[dict[int, tuple[str, str, Callable[[int], Any] | None]]] = {
+    _T.FLOAT: ("<f", "f", None),
+    _T.DOUBLE: ("<d", "f", None),
+    _T.FLOAT16: ("<e", "f", lambda v: struct.unpack("<e", struct.pack("<H", v & 0xFFFF))[0]),
+    _T.FLOAT8E5M2: ("<B", "f", lambda v: _e5m2(v & 0xFF)),  # a float16's top byte
+    _T.INT8: ("<b", "i", lambda v: ((v & 0xFF) ^ 0x80) - 0x80),
+    _T.UINT8: ("<B", "u", lambda v: v & 0xFF),
+    _T.INT16: ("<h", "i", lambda v: ((v & 0xFFFF) ^ 0x8000) - 0x8000),
+    _T.UINT16: ("<H", "u", lambda v: v & 0xFFFF),
+    _T.INT32: ("<i", "i", None),
+    _T.UINT32: ("<I", "u", lambda v: v & 0xFFFFFFFF),
+    _T.INT64: ("<q", "i", None),
+    _T.UINT64: ("<Q", "u", None),
+    _T.BOOL: ("<B", "b", lambda v: v & 0xFF != 0),
+}
+
+
+def _e5m2(byte: int) -> float:
+    value: float = struct.unpack("<e", bytes((0, byte)))[0]
+    return value
+
 
 def read_opsets(imports: Any) -> dict[str, int]:
     """Return ``{domain: version}``, with ``ai.onnx`` read as the default domain ``""``."""
@@ -59,11 +105,37 @@ def read_opsets(imports: Any) -> dict[str, int]:
 
 def item_size(graph: Graph, name: str, elem_type: int) -> None:
     """Record the bytes per element of value ``name`` (nothing for an unknown elem_type)."""
-    try:
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
-    except (KeyError, ValueError, TypeError):
-        return
-    graph.item_sizes[name] = int(np.dtype(dtype).itemsize)
+    size = ITEM_SIZES.get(elem_type)
+    if size is not None:
+        graph.item_sizes[name] = size
+
+
+def tensor_type(elem_type: int, dims: Sequence[int | str | None]) -> onnx.TypeProto:
+    """Return the type of a tensor, as ``onnx.helper.make_tensor_type_proto`` makes it.
+
+    >>> tensor_type(1, [2, "n", None]).tensor_type.shape.dim[1].dim_param
+    'n'
+    """
+    found = onnx.TypeProto()
+    tensor = found.tensor_type
+    tensor.elem_type = elem_type
+    shape = tensor.shape
+    shape.dim.extend([])  # an empty shape is a shape (rank 0), as ONNX's helper writes it
+    for d in dims:
+        dim = shape.dim.add()
+        if isinstance(d, int):
+            dim.dim_value = d
+        elif isinstance(d, str):
+            dim.dim_param = d
+    return found
+
+
+def value_info(name: str, elem_type: int, dims: Sequence[int | str | None]) -> onnx.ValueInfoProto:
+    """Return a value's ``ValueInfoProto``, as ``onnx.helper.make_tensor_value_info`` does."""
+    found = onnx.ValueInfoProto()
+    found.name = name
+    found.type.CopyFrom(tensor_type(elem_type, dims))
+    return found
 
 
 def invented(name: str) -> bool:
@@ -164,15 +236,51 @@ def attribute(proto: onnx.NodeProto, name: str, default: Any) -> Any:
                     f"{name!r} must be an {onnx.AttributeProto.AttributeType.Name(wanted)}; "
                     f"it holds {given}"
                 )
-            return onnx.helper.get_attribute_value(attr)
+            return attribute_value(attr)
     return default
+
+
+_VALUES: Final[dict[int, Callable[[onnx.AttributeProto], Any]]] = {
+    onnx.AttributeProto.FLOAT: lambda a: a.f,
+    onnx.AttributeProto.INT: lambda a: a.i,
+    onnx.AttributeProto.STRING: lambda a: a.s,
+    onnx.AttributeProto.TENSOR: lambda a: a.t,
+    onnx.AttributeProto.SPARSE_TENSOR: lambda a: a.sparse_tensor,
+    onnx.AttributeProto.GRAPH: lambda a: a.g,
+    onnx.AttributeProto.TYPE_PROTO: lambda a: a.tp,
+    onnx.AttributeProto.FLOATS: lambda a: list(a.floats),
+    onnx.AttributeProto.INTS: lambda a: list(a.ints),
+    onnx.AttributeProto.STRINGS: lambda a: list(a.strings),
+    onnx.AttributeProto.TENSORS: lambda a: list(a.tensors),
+    onnx.AttributeProto.SPARSE_TENSORS: lambda a: list(a.sparse_tensors),
+    onnx.AttributeProto.GRAPHS: lambda a: list(a.graphs),
+    onnx.AttributeProto.TYPE_PROTOS: lambda a: list(a.type_protos),
+    onnx.AttributeProto.UNDEFINED: lambda a: None,
+}
+
+
+def attribute_value(attr: onnx.AttributeProto) -> Any:
+    """Return an attribute's value as ``onnx.helper.get_attribute_value`` does.
+
+    >>> from onnx import helper
+    >>> attribute_value(helper.make_attribute("perm", [1, 0]))
+    [1, 0]
+    """
+    if attr.ref_attr_name:
+        raise ValueError(f"Cannot get value of reference attribute: {attr}")
+    read = _VALUES.get(attr.type)
+    if read is None:
+        raise ValueError(f"Unsupported ONNX attribute: {attr}")
+    return read(attr)
 
 
 def small_values(tensor: onnx.TensorProto) -> tuple[str, tuple[Any, ...]] | None:
     """Return NumPy's kind of a small tensor's type and its values, flat, as Python scalars.
 
-    None for a tensor of more than one axis or more than 64 elements, external data, strings
-    or data that does not decode. The reader asks for the same constants round after round
+    Integer, bool and real types, read as ``onnx.numpy_helper.to_array`` reads them (raw
+    data little-endian; the typed fields cast as NumPy casts them). None for a tensor of
+    more than one axis or more than 64 elements, external data, any other type or data
+    that does not match its dims. The reader asks for the same constants round after round
     (`bcast.onnx.reader`), and a model repeats them: a tensor is decoded once per content.
 
     >>> from onnx import helper, TensorProto
@@ -183,12 +291,12 @@ def small_values(tensor: onnx.TensorProto) -> tuple[str, tuple[Any, ...]] | None
     """
     if len(tensor.dims) > 1 or tensor.data_location == onnx.TensorProto.EXTERNAL:
         return None
-    if tensor.data_type == onnx.TensorProto.STRING:
+    if tensor.data_type not in _DECODED:
         return None
     count = int(tensor.dims[0]) if tensor.dims else 1
     if not 0 <= count <= _MAX_CONSTANT:
         return None
-    if tensor.ByteSize() > _CACHED_BYTES:  # more data than its dims hold: it will not decode
+    if tensor.ByteSize() > _CACHED_BYTES:  # a long name, or more data than its dims hold
         return _decode(tensor)
     return _decoded(tensor.SerializeToString())
 
@@ -201,11 +309,25 @@ def _decoded(data: bytes) -> tuple[str, tuple[Any, ...]] | None:
 
 
 def _decode(tensor: onnx.TensorProto) -> tuple[str, tuple[Any, ...]] | None:
-    try:
-        array = np.asarray(numpy_helper.to_array(tensor)).reshape(-1)
-    except (ValueError, TypeError, RuntimeError):
+    if tensor.HasField("segment"):
         return None
-    return array.dtype.kind, tuple(array.tolist())
+    form, kind, cast = _DECODED[tensor.data_type]
+    count = math.prod(tensor.dims)
+    if tensor.HasField("raw_data"):
+        raw = tensor.raw_data
+        size = struct.calcsize(form)
+        if len(raw) != count * size:
+            return None
+        values = [v for (v,) in struct.iter_unpack(form, raw)]
+        if tensor.data_type == onnx.TensorProto.BOOL:
+            return kind, tuple(v != 0 for v in values)
+        if tensor.data_type == onnx.TensorProto.FLOAT8E5M2:
+            return kind, tuple(_e5m2(v) for v in values)
+        return kind, tuple(values)
+    stored = getattr(tensor, FIELDS[tensor.data_type])
+    if len(stored) != count:
+        return None
+    return kind, tuple(stored) if cast is None else tuple(cast(v) for v in stored)
 
 
 def tensor_ints(tensor: onnx.TensorProto) -> tuple[int, ...] | None:

@@ -53,6 +53,7 @@ from bcast.onnx.protos import (
     read_opsets,
     shape_of,
     tensor_ints,
+    tensor_type,
 )
 from bcast.onnx.refine import better_shapes, elem_types, with_shapes
 
@@ -188,7 +189,7 @@ class _Reader:
         for init in proto.initializer:
             graph.shapes[init.name] = Shape(max(int(d), 0) for d in init.dims)
             graph.initializers.add(init.name)
-            types[init.name] = onnx.helper.make_tensor_type_proto(init.data_type, init.dims)
+            types[init.name] = tensor_type(init.data_type, init.dims)
             item_size(graph, init.name, init.data_type)
             value = tensor_ints(init)
             if value is not None:
@@ -197,7 +198,7 @@ class _Reader:
             name, data_type = sparse.values.name, sparse.values.data_type
             graph.shapes[name] = Shape(max(int(d), 0) for d in sparse.dims)
             graph.initializers.add(name)
-            types[name] = onnx.helper.make_tensor_type_proto(data_type, sparse.dims)
+            types[name] = tensor_type(data_type, sparse.dims)
             item_size(graph, name, data_type)
         for info in proto.input:
             if info.name not in graph.shapes:

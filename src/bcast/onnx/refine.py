@@ -27,7 +27,7 @@ from bcast.core.shape import Shape, informative, more_precise
 from bcast.models import Graph, ModelError, Node, propagate_shapes
 from bcast.models.rules_microsoft import MICROSOFT, OUTPUT_TYPE_FROM
 from bcast.onnx.own_shapes import own_shapes
-from bcast.onnx.protos import attribute
+from bcast.onnx.protos import attribute, value_info
 from bcast.onnx.spatial_shapes import float_values
 from bcast.onnx.values import LiveValues, shape_tensor_values
 
@@ -272,7 +272,7 @@ def with_shapes(
             d.lo if d.is_static else _dim_param(d, expressions)
             for d in shape.dims  # a rank-known shape: better_shapes never gives [...]
         ]
-        proto.value_info.append(onnx.helper.make_tensor_value_info(name, types[name], dims))
+        proto.value_info.append(value_info(name, types[name], dims))
     for output in proto.output:  # ONNX types a graph output by its declaration: ours instead
         computed = shapes.get(output.name)
         declared = output.type.tensor_type.shape if output.type.HasField("tensor_type") else None

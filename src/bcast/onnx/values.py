@@ -10,10 +10,10 @@ unknown value, which is never negative). Anything it cannot decide stays unknown
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Final
 
-import numpy as np
 import onnx
 
 from bcast.core.arithmetic import expr_of, expression_dim, product, total
@@ -60,7 +60,7 @@ def _arith(
                 return x * y
             if op == "Mod":  # fmod=0: the sign of the divisor, as Python's %
                 return None if y == 0 else x % y
-            return None if y == 0 else int(np.trunc(x / y))
+            return None if y == 0 else math.trunc(x / y)
         # A symbol times 1, plus 0: itself.
         if op == "Mul" and (x == 1 or y == 1):
             return b if x == 1 else a
