@@ -137,6 +137,9 @@ def lean_onnx() -> bool:
     try:
         protos = importlib.import_module("onnx.onnx_ml_pb2")
         importlib.import_module("onnx.onnx_cpp2py_export.shape_inference")
+        # ONNX registers its operator schemas on first use (35 ms): now, while the caller
+        # still loads, not in the first shape inference of the model
+        importlib.import_module("onnx.onnx_cpp2py_export.defs").has_schema("Add", "")
     except Exception:  # another layout: the whole package, as if nothing had happened
         for name in [m for m in sys.modules if m == "onnx" or m.startswith("onnx.")]:
             del sys.modules[name]

@@ -12,7 +12,6 @@ Everything is built from the checker's `Report` values; nothing is decided here.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
@@ -193,6 +192,8 @@ _FINGERPRINT: Final = "bcastFinding/v1"
 
 
 def _digest(*parts: str) -> str:
+    import hashlib  # OpenSSL's, 5 ms to load: only for a SARIF log
+
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
 

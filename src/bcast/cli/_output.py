@@ -30,7 +30,6 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from enum import IntEnum
-from importlib import resources
 from typing import Any, ClassVar, Final, NoReturn
 
 import click
@@ -210,6 +209,8 @@ def load_schema(command: str) -> dict[str, Any]:
     >>> load_schema("shape")["properties"]["schema_version"]
     {'const': 1}
     """
+    from importlib import resources  # pathlib, tempfile...: only when a schema is read
+
     folder = resources.files("bcast.cli").joinpath("schemas")
     text = folder.joinpath(f"{command}.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)

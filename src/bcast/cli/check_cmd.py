@@ -10,11 +10,10 @@ import os
 import sys
 import textwrap
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from bcast.core.conditions import readable
@@ -62,6 +61,9 @@ from ._output import output_format as resolve_format
 from ._policy import Policy, policy_options, resolve_policy
 from ._safe_output import write_commands
 
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
 __all__ = ["check", "check_skeleton"]
 
 PROGRESS_NODES = 200
@@ -95,6 +97,8 @@ def _run_check(
 ) -> Report:
     if not show_progress or len(graph.nodes) <= PROGRESS_NODES:
         return check_graph(graph, dims=dims, max_elements=max_elements, target=target)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # 9 ms
+
     columns = (
         TextColumn("checking {task.description}"),
         BarColumn(),

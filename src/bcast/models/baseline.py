@@ -20,7 +20,6 @@ Examples
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -64,6 +63,8 @@ def fails(severity: Severity, fail_on: str) -> bool:
 
 def fingerprint(finding: Finding) -> str:
     """Return 16 hex digits that identify ``finding`` within its model, stable across runs."""
+    import hashlib  # OpenSSL's, 5 ms to load: only when a finding is fingerprinted
+
     parts = [
         finding.kind,
         finding.node,
