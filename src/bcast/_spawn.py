@@ -15,15 +15,25 @@ Standard library only.
 from __future__ import annotations
 
 import os
-import subprocess
+import signal
 import sys
+import time
 
 TYPE_CHECKING = False  # as typing's; `typing` and `collections.abc` load after the spawn
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Final
 
-__all__ = ["PRELOADS", "READERS", "Spawned", "kinds_for", "lean_onnx", "preload_of", "spawn"]
+__all__ = [
+    "PRELOADS",
+    "READERS",
+    "Child",
+    "Spawned",
+    "kinds_for",
+    "lean_onnx",
+    "preload_of",
+    "spawn",
+]
 
 PRELOADS: Final = {
     "onnx": ("bcast._spawn:lean_onnx", "bcast.onnx.reader"),
@@ -40,7 +50,56 @@ READERS: Final = frozenset({"check", "verify", "domain"})
 _SUFFIXES: Final = (("onnx", (".onnx",)), ("openvino", (".xml",)))
 _CODE: Final = "from bcast.models.isolation import serve; serve()"
 
-Spawned = tuple["subprocess.Popen[bytes]", int, int]
+
+class Child:
+    """A worker process `spawn` started: what ``subprocess.Popen`` tells of it, no more.
+
+    ``returncode`` is None while it runs, then its exit status (minus the signal that
+    ended it), as Popen's; `wait` with a timeout returns None where Popen raises.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """Return the exit status if it has ended (reaping it), else None."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): as Popen says
+                self.returncode = 0
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait ``timeout`` seconds at most (None: until it ends); return `poll`'s answer."""
+        if timeout is None and self.returncode is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                self.returncode = 0
+            else:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        deadline = time.monotonic() + (timeout or 0.0)
+        pause = 0.0005
+        while self.poll() is None and time.monotonic() < deadline:
+            time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
+            pause = min(pause * 2, 0.05)
+        return self.returncode
+
+    def kill(self) -> None:
+        """Send it SIGKILL, unless it has ended (and been reaped) already."""
+        if self.returncode is None:
+            try:  # noqa: SIM105 - contextlib is not loaded before the worker starts
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+Spawned = tuple[Child, int, int]
 """A started worker: its process, the fd calls are written to, the fd answers come from."""
 
 
@@ -64,24 +123,37 @@ def preload_of(kinds: Sequence[str]) -> str:
 def spawn(preload: str) -> Spawned:
     """Start a worker (``serve``) that imports ``preload`` at once; return it and its pipes.
 
-    Its first message must be its memory cap (`bcast.models.isolation` sends it).
+    Its first message must be its memory cap (`bcast.models.isolation` sends it). The
+    worker runs in a session of its own (no terminal's Ctrl-C), reads nothing from stdin
+    and writes nothing to stdout or stderr; it closes every other file it was given
+    (``serve``). ``os.posix_spawn``, not ``subprocess``: 0.6 ms where ``subprocess.Popen``
+    took 10 ms (its import included) on the path of every ``bcast check``.
     """
     to_child_r, to_child = os.pipe()
     from_child, from_child_w = os.pipe()
     env = dict(os.environ, MALLOC_ARENA_MAX="2")  # fewer malloc arenas: less address space
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # this process's bcast
-    process = subprocess.Popen(
-        [sys.executable, "-c", _CODE, str(to_child_r), str(from_child_w), preload],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        pass_fds=(to_child_r, from_child_w),
-        env=env,
-        start_new_session=True,
-    )
-    os.close(to_child_r)
-    os.close(from_child_w)
-    return process, to_child, from_child
+    args = [sys.executable, "-c", _CODE, str(to_child_r), str(from_child_w), preload]
+    quiet = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ]
+    try:
+        os.set_inheritable(to_child_r, True)
+        os.set_inheritable(from_child_w, True)
+        try:
+            pid = os.posix_spawn(sys.executable, args, env, file_actions=quiet, setsid=True)
+        except NotImplementedError:  # no POSIX_SPAWN_SETSID: a process group of its own
+            pid = os.posix_spawn(sys.executable, args, env, file_actions=quiet, setpgroup=0)
+    except BaseException:
+        for fd in (to_child, from_child):
+            os.close(fd)
+        raise
+    finally:
+        os.close(to_child_r)
+        os.close(from_child_w)
+    return Child(pid), to_child, from_child
 
 
 def lean_onnx() -> bool:

@@ -10,6 +10,7 @@ import ctypes
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -460,3 +461,39 @@ def test_the_memory_limit_bounds_this_process_and_its_worker_together(limit_mib,
     )
     assert done.returncode == 0, done.stderr
     assert said in done.stdout.splitlines()[0], done.stdout
+
+
+def test_the_worker_keeps_no_file_of_its_caller_and_has_a_session_of_its_own():
+    # os.posix_spawn passes on every inheritable file; the worker closes them (as Popen's
+    # close_fds did): a pipe's reader must not wait on a worker for its end of file
+    shutdown()
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    try:
+        prestart()
+        with pytest.raises(OSError):  # EBADF: not open in the worker
+            run_isolated("P", "asking", os.fstat, write_end)
+        os.close(write_end)
+        assert os.read(read_end, 1) == b""  # end of file: no one else holds the pipe
+    finally:
+        os.close(read_end)
+        shutdown()
+    prestart()
+    assert run_isolated("P", "asking", os.getsid, 0) != os.getsid(0)  # no terminal's Ctrl-C
+    assert run_isolated("P", "asking", os.readlink, "/proc/self/fd/0") == os.devnull
+
+
+def test_a_child_answers_as_popen_does():
+    started = spawn("")
+    child = started[0]
+    for fd in started[1:]:
+        os.close(fd)  # no cap ever comes: the worker waits... until its pipe closes
+    assert child.wait(timeout=5) == 0 and child.poll() == 0  # it read the end and left
+    started = spawn("")
+    child = started[0]
+    assert child.poll() is None and child.wait(timeout=0.05) is None  # waiting for its cap
+    child.kill()
+    assert child.wait() == -signal.SIGKILL == child.returncode
+    child.kill()  # reaped already: nothing to do
+    for fd in started[1:]:
+        os.close(fd)

@@ -27,7 +27,6 @@ import pickle
 import select
 import signal
 import struct
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -181,12 +180,10 @@ class _Worker:
         if self.overrun:
             self.close()
             return "memory", None
-        try:
-            code = self.process.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            self.close()
-            return "timeout", timeout
+        code = self.process.wait(timeout=0.5)
         self.close()
+        if code is None:
+            return "timeout", timeout
         return "died", code
 
     def alive(self) -> bool:
@@ -394,6 +391,24 @@ def _read_exact(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def _close_others(*kept: int) -> None:  # pragma: no cover - runs in the worker process
+    """Close every file this process was given but stdin, stdout, stderr and ``kept``.
+
+    A worker is started with ``os.posix_spawn`` (`bcast._spawn.spawn`), which passes on
+    every file its caller left inheritable; ``subprocess`` would have closed them. A pipe
+    kept open here would keep its reader waiting for an end of file.
+    """
+    folder = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
+    try:
+        open_fds = [int(name) for name in os.listdir(folder)]
+    except (OSError, ValueError):
+        open_fds = list(range(3, 256))
+    for fd in open_fds:
+        if fd > 2 and fd not in kept:
+            with suppress(OSError):
+                os.close(fd)
+
+
 def serve() -> None:  # pragma: no cover - runs in the worker process
     """Serve calls in the worker process: ``python -c 'from ...isolation import serve; serve()'``.
 
@@ -407,6 +422,7 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
     global _serving
     sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]
     inbox, outbox = (int(a) for a in sys.argv[1:3])
+    _close_others(inbox, outbox)
     for preload in sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] else ():
         if any(preload in modules for modules in PRELOADS.values()):
             module, _, function = preload.partition(":")  # "module:function": call it too
