@@ -37,8 +37,9 @@ def check_integrity(path: str, model: onnx.ModelProto) -> None:
             f"{path}: broken ONNX model: no opset_import (IR version {model.ir_version} "
             "requires one; a truncated file?)"
         )
-    check_structure(path, model)
-    for graph in graphs(model.graph):
+    every = list(graphs(model.graph))
+    check_structure(path, model, every)
+    for graph in every:
         for tensor in graph.initializer:
             problem = _data_problem(tensor)
             if problem:
@@ -97,13 +98,16 @@ MAX_EXPANDED_NODES: Final = 200_000
 """Nodes a model may hold with every function call expanded (ONNX's inference inlines them)."""
 
 
-def check_structure(path: str, model: onnx.ModelProto) -> None:
+def check_structure(
+    path: str, model: onnx.ModelProto, every: list[onnx.GraphProto] | None = None
+) -> None:
     """Refuse, before any expansion, a model whose graphs cycle or whose functions explode.
 
     A node that reads (directly or through other nodes) a value it writes itself makes
     ONNX's shape inference grow without bound; so do model-local functions that call each
     other in a chain that doubles at each level. The expanded size is counted from the
-    call graph, each function once: nothing is expanded.
+    call graph, each function once: nothing is expanded. ``every``: the model's graph and
+    its bodies (`graphs`), where the caller has them already.
     """
     functions = {(f.domain, f.name, f.overload): f for f in model.functions}
     sizes: dict[tuple[str, str, str], tuple[int, int]] = {}
@@ -145,7 +149,7 @@ def check_structure(path: str, model: onnx.ModelProto) -> None:
                 )
         return total, deepest
 
-    _check_text(path, model)
+    _check_text(path, model, every if every is not None else list(graphs(model.graph)))
     for imports in [model.opset_import, *(f.opset_import for f in model.functions)]:
         for entry in imports:
             if not 0 <= entry.version <= MAX_OPSET:
@@ -157,9 +161,12 @@ def check_structure(path: str, model: onnx.ModelProto) -> None:
     measure(model.graph.node, 0)
 
 
-def _check_text(path: str, model: onnx.ModelProto) -> None:
-    """Refuse names that are not UTF-8 text (protobuf hands them over as bytes)."""
-    bodies: list[Any] = [*graphs(model.graph)]
+def _check_text(path: str, model: onnx.ModelProto, every: list[onnx.GraphProto]) -> None:
+    """Refuse names that are not UTF-8 text (protobuf hands them over as bytes).
+
+    ``every`` is the model's graph and the bodies in it (`graphs`).
+    """
+    bodies: list[Any] = [*every]
     for function in model.functions:
         bodies.append(function)
         for node in function.node:

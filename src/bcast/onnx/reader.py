@@ -62,6 +62,7 @@ __all__ = ["MULTIDIRECTIONAL_OPS", "load_model", "read_onnx"]
 _MAX_DEPTH: Final = 16  # nested bodies and function calls
 _MAX_CALLS: Final = 2000  # function bodies read per model (each costs an inference run)
 _REFINE_ROUNDS: Final = 3  # rounds of ONNX inference fed with what bcast knows
+_BODIES: Final = frozenset({onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS})
 
 _Opsets = Mapping[str, int]
 _FunctionKey = tuple[str, str, str]
@@ -256,8 +257,12 @@ class _Reader:
     ) -> tuple[Subgraph, ...]:
         node = graph.nodes[index]
         found: list[Subgraph] = []
-        peer_attrs = {a.name: a for a in peer_proto.attribute} if peer_proto is not None else {}
+        peer_attrs: dict[str, onnx.AttributeProto] | None = None
         for attr in proto.attribute:
+            if attr.type not in _BODIES:
+                continue
+            if peer_attrs is None:  # made for the nodes that have bodies only
+                peer_attrs = {a.name: a for a in peer_proto.attribute} if peer_proto else {}
             if attr.type == onnx.AttributeProto.GRAPH:
                 pairs = [(attr.name, attr.g, _peer_graph(peer_attrs.get(attr.name), None))]
             elif attr.type == onnx.AttributeProto.GRAPHS:
