@@ -240,3 +240,23 @@ def test_small_values_are_read_as_numpy_helper_reads_them(tensor: TensorProto) -
     assert _same(ours, _numpy_reading(tensor)), (tensor, ours)
     if ours is not None:  # Python scalars, never NumPy's (the worker has no NumPy)
         assert all(type(v) in (bool, int, float) for v in ours[1])
+
+
+def test_another_layout_of_onnx_is_loaded_whole(tmp_path: Path) -> None:
+    """A future onnx without onnx_ml_pb2 (or its C++ module): nothing is half-loaded."""
+    fake = tmp_path / "onnx"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("WHOLE = True\n")
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from bcast._spawn import lean_onnx\n"
+        "assert lean_onnx() is False\n"
+        "assert not [m for m in sys.modules if m == 'onnx' or m.startswith('onnx.')]\n"
+        "import onnx\n"
+        "print(onnx.WHOLE)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "True"
