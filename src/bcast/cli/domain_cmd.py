@@ -217,11 +217,18 @@ def _render(
             click.echo(f"  {part}")
     if found.is_empty:
         return
-    click.echo("\ntorch.export:")
+    # Where nodes were not decided, the lines below hold only what was: say so at each
+    partial = (
+        f" (only what was decided: not decided beyond {len(found.undecided)} node"
+        f"{'s' if len(found.undecided) != 1 else ''}, above)"
+        if found.undecided
+        else ""
+    )
+    click.echo(f"\ntorch.export{partial}:")
     for line in torch:
         click.echo(f"  {safe_text(line)}")
     if shapes:
-        click.echo("\nOpenVINO:")
+        click.echo(f"\nOpenVINO{partial}:")
         click.echo(f"  model.reshape({safe_text(json.dumps(shapes))})")
     text = "not collected: " + "; ".join(found.not_collected)
     click.echo("")

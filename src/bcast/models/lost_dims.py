@@ -11,7 +11,7 @@ so ("not decided beyond node X"), instead of passing it silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import replace
 from typing import Final
 
@@ -20,7 +20,15 @@ from bcast.core.shape import Shape
 from bcast.models.domain import Imposed
 from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 
-__all__ = ["RUN_TIME", "is_lost", "lost_operands", "mark_lost", "why_lost"]
+__all__ = [
+    "RUN_TIME",
+    "free_symbol",
+    "input_symbols",
+    "is_lost",
+    "lost_operands",
+    "mark_lost",
+    "why_lost",
+]
 
 RUN_TIME: Final = {
     "NonZero": "the count of nonzero elements",
@@ -70,6 +78,31 @@ def _known(shape: Shape | None) -> bool:
     return shape is not None and shape.rank is not None and all(map(_exact, shape.dims))
 
 
+def input_symbols(graph: Graph) -> frozenset[str]:
+    """Return the symbols of the graph's inputs' dims (weights are not inputs).
+
+    >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[N,3]"), "w": Shape((3,))})
+    >>> sorted(input_symbols(g))
+    ['N']
+    """
+    return frozenset(
+        d.name
+        for name, shape in graph.shapes.items()
+        if name not in graph.initializers and shape.rank is not None
+        for d in shape.dims
+        if d.name is not None
+    )
+
+
+def free_symbol(dim: Dim, inputs: frozenset[str], graph: Graph) -> bool:
+    """Tell whether ``dim`` is a symbol no input has and no expression defines.
+
+    An exporter's name for a dynamic output dim (TorchScript's ``Conv13_dim_2``) says
+    nothing of the inputs: the dim was not computed from them.
+    """
+    return dim.name is not None and dim.name not in inputs and dim.name not in graph.expressions
+
+
 def why_lost(node: Node, values: Mapping[str, Shape]) -> str:
     """Say why ``node``'s output dims were not computed from its inputs' exact dims.
 
@@ -96,14 +129,18 @@ def is_lost(node: Node) -> bool:
     return node.unmodelled.startswith((_RUN_TIME, _NOT_COMPUTED))
 
 
-def mark_lost(graph: Graph, derived: Mapping[str, Shape] | None = None) -> None:
+def mark_lost(
+    graph: Graph, derived: Mapping[str, Shape] | None = None, claimed: Set[str] = frozenset()
+) -> None:
     """Name the nodes of ``graph`` that lose a dim: exact inputs, a ``?`` in an output.
 
     Each gets ``unmodelled`` set to `why_lost`'s reason (a node already unmodelled keeps
     its reason). The shapes read are the graph's own (inputs, weights) and each node's
     ``output_shapes``, as the reader left them, where ``derived`` (the shapes bcast's own
     rules gave, as `bcast.onnx.refine` found them) knows no better: an old Dropout's mask,
-    which ONNX's inference leaves unknown, has its data's shape.
+    which ONNX's inference leaves unknown, has its data's shape. A value of ``claimed``
+    (the graph's outputs, which the file declares) whose dims hold a `free_symbol` was
+    not computed either: it only has the declaration's name.
 
     Examples
     --------
@@ -119,6 +156,11 @@ def mark_lost(graph: Graph, derived: Mapping[str, Shape] | None = None) -> None:
     for name, shape in (derived or {}).items():
         if not _known(values.get(name)) and _known(shape):
             values[name] = shape
+    inputs = input_symbols(graph)
+    for name in claimed:
+        declared = values.get(name)
+        if declared is not None and any(free_symbol(d, inputs, graph) for d in declared.dims):
+            values[name] = Shape.dynamic()  # the declaration's name: not computed
     nodes = []
     for node in graph.nodes:
         lost = (

@@ -61,7 +61,7 @@ __all__ = ["MULTIDIRECTIONAL_OPS", "load_model", "read_onnx"]
 
 _MAX_DEPTH: Final = 16  # nested bodies and function calls
 _MAX_CALLS: Final = 2000  # function bodies read per model (each costs an inference run)
-_REFINE_ROUNDS: Final = 3  # rounds of ONNX inference fed with what bcast knows
+_REFINE_ROUNDS: Final = 8  # rounds of ONNX inference fed with what bcast knows (at most)
 _BODIES: Final = frozenset({onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS})
 
 _Opsets = Mapping[str, int]
@@ -154,13 +154,14 @@ class _Reader:
                 peer = inferred.graph if inferred is not None else None
                 graph = self.graph(main, peer, probes, opsets, _Scope(), 0)
                 better = better_shapes(main, graph, refine=round_ < _REFINE_ROUNDS)
-                if not better:
-                    break
+                if all(derived.get(name) == shape for name, shape in better.items()):
+                    break  # nothing new (a ConvNeXt's stages take a round each): done
                 # ONNX's inference goes on from what bcast knows (see bcast.onnx.refine).
                 with_shapes(main, better, elem_types(main, peer), graph.expressions)
                 seeded.update(better)
                 derived.update(better)
-            mark_lost(graph, derived)  # the nodes past which dims are not computed (coverage)
+            declared = {o.name for o in main.output}  # their dims: the file's claim
+            mark_lost(graph, derived, declared)  # the nodes past which dims are not computed
             return graph
         finally:  # the model is left as it came
             del main.value_info[:]

@@ -25,6 +25,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape, informative, more_precise
 from bcast.models import Graph, ModelError, Node, propagate_shapes
+from bcast.models.lost_dims import free_symbol, input_symbols
 from bcast.models.rules_microsoft import MICROSOFT, OUTPUT_TYPE_FROM
 from bcast.onnx.own_shapes import own_shapes
 from bcast.onnx.protos import attribute, value_info
@@ -75,7 +76,7 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
     pooling windows, Concat sums, Reshape's ``-1``, ``ai.onnx.ml``...), each from what
     the nodes before it gave, so that a chain of them is sized in one pass.
     """
-    unknown = _anything_unknown(graph)
+    unknown = _anything_unknown(graph) or _free_claims(proto, graph)
     if not unknown and not any(n.op_type == "Shape" for n in proto.node):
         return {}  # ONNX's inference knew every shape: nothing to refine, nothing to evaluate
     try:
@@ -102,6 +103,25 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
         return _refined(proto, graph, declared, claimed)
     finally:
         graph.nodes = claimed
+
+
+def _free_claims(proto: onnx.GraphProto, graph: Graph) -> bool:
+    """Tell whether a graph output is declared with a symbol that no input has.
+
+    TorchScript names a dynamic output's dims (``Conv13_dim_2``); ONNX's inference takes
+    the declaration where it cannot compute the dim (a Conv on an expression), so nothing
+    looks unknown, yet the dim says nothing of the inputs: a window that must fit would go
+    unchecked. bcast's own rules compute it from the inputs (`_computed_over_claim`).
+    """
+    declared = {v.name for v in proto.output}
+    inputs = input_symbols(graph)
+    return any(
+        free_symbol(d, inputs, graph)
+        for node in graph.nodes
+        for name, shape in zip(node.outputs, node.output_shapes, strict=False)
+        if name in declared and shape.rank is not None
+        for d in shape.dims
+    )
 
 
 def _unclaimed(node: Node, declared: Set[str], expressions: Mapping[str, Expr]) -> Node:
@@ -159,6 +179,7 @@ def _refined(
         return derived
 
     values = propagate_shapes(graph, derive=derive)
+    symbols = input_symbols(graph)
     found: dict[str, Shape] = {}
     for node in claimed:
         for index, name in enumerate(node.outputs):
@@ -167,7 +188,7 @@ def _refined(
                 continue
             old = node.output_shapes[index] if index < len(node.output_shapes) else None
             if name in computed and old is not None:
-                over = _computed_over_claim(computed[name], old, graph.expressions)
+                over = _computed_over_claim(computed[name], old, graph, symbols)
                 if over != old:
                     found[name] = over
                     continue
@@ -177,22 +198,30 @@ def _refined(
     return found
 
 
-def _computed_over_claim(ours: Shape, claimed: Shape, expressions: Mapping[str, Expr]) -> Shape:
+def _computed_over_claim(
+    ours: Shape, claimed: Shape, graph: Graph, inputs: frozenset[str]
+) -> Shape:
     """Put the dims bcast computed from the inputs over a graph output's declared symbols.
 
-    An exporter names an output's dims as it was told (a KV cache's ``present`` as ``total``)
-    and onnxruntime does not hold the run to it; the expression of the inputs' dims
-    (``past + seq``) is what the node computes.
+    An exporter names an output's dims as it was told (a KV cache's ``present`` as ``total``,
+    TorchScript's ``Conv13_dim_2``) and onnxruntime does not hold the run to it; the
+    expression of the inputs' dims (``past + seq``) is what the node computes, and so is an
+    input's own dim or a size where the declaration has a name no input has (``inputs``).
 
     >>> from bcast.core.expressions import parse_expression
-    >>> found = {"past_+_seq": parse_expression("past + seq")}
-    >>> str(_computed_over_claim(Shape.parse("[b,past_+_seq]"), Shape.parse("[b,total]"), found))
-    '[b,past_+_seq]'
+    >>> g = Graph("m.onnx", "onnx", expressions={"past_+_seq": parse_expression("past + seq")})
+    >>> ours = Shape.parse("[b,past_+_seq,4,b]")
+    >>> str(_computed_over_claim(ours, Shape.parse("[b,total,out,n]"), g, frozenset({"b"})))
+    '[b,past_+_seq,4,b]'
     """
     if ours.rank is None or ours.rank != claimed.rank:
         return claimed
+    expressions = graph.expressions
     return Shape(
-        mine if mine.name in expressions and theirs.name not in expressions else theirs
+        mine
+        if (mine.name in expressions and theirs.name not in expressions)
+        or (free_symbol(theirs, inputs, graph) and (mine.is_static or mine.name in inputs))
+        else theirs
         for mine, theirs in zip(ours.dims, claimed.dims, strict=True)
     )
 

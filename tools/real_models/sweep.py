@@ -1,0 +1,126 @@
+"""Build tests/fixtures/sweep/: exports where bcast once said "runs" and onnxruntime failed.
+
+Found by trying bcast on models it had not seen (2026-11-27): tiny random-weight networks
+exported by the TorchScript exporter (``torch.onnx.export(dynamo=False)``, dynamic H and W),
+as most tutorials show.
+
+- ``conv_tail.onnx``: Conv (k4 s4), x - mean(x), Conv (k2 s2), the same, Conv (k2 s2) as the
+  graph output. The exporter names the output's dims ``Conv13_dim_2``; bcast took that claim
+  for the dim and left the last window unchecked (it said H from 8; onnxruntime needs 16).
+- ``convnext.onnx``: a ConvNeXt of three stages (channels-first LayerNorm by hand, blocks
+  with permutes, k2 s2 downsampling). Each stage took bcast one more round of ONNX's
+  inference, and three rounds stopped short of the last Conv (it said H from 8).
+- ``swin.onnx``: Swin's window partition, a Reshape to ``H//4 // 4`` windows computed in the
+  graph. bcast does not evaluate that target: it says so ("not decided beyond node
+  /Reshape"), and its torch.export and OpenVINO lines say they hold only what was decided.
+
+Usage (from the repository root, with torch installed):
+
+    python tools/real_models/sweep.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+OUT = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "sweep"
+
+
+class Centred(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x - x.mean(1, keepdim=True)
+
+
+class LayerNorm2d(nn.Module):
+    """Channels-first LayerNorm written out, as ConvNeXt's downsampling layers do it."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.rand(d)), nn.Parameter(torch.rand(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        u = x.mean(1, keepdim=True)
+        v = (x - u).pow(2).mean(1, keepdim=True)
+        return self.w[:, None, None] * ((x - u) / torch.sqrt(v + 1e-6)) + self.b[:, None, None]
+
+
+class Block(nn.Module):
+    """ConvNeXt's block: depthwise 7x7, channels-last LayerNorm and MLP, layer scale."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.dw = nn.Conv2d(d, d, 7, padding=3, groups=d)
+        self.ln = nn.LayerNorm(d, eps=1e-6)
+        self.p1, self.p2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+        self.g = nn.Parameter(torch.rand(d) * 0.1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.dw(x).permute(0, 2, 3, 1)
+        y = self.p2(F.gelu(self.p1(self.ln(y)))) * self.g
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXt(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 4, 4), LayerNorm2d(8))
+        self.stages = nn.Sequential(
+            Block(8), LayerNorm2d(8), nn.Conv2d(8, 12, 2, 2),
+            Block(12), LayerNorm2d(12), nn.Conv2d(12, 16, 2, 2), Block(16),
+        )  # fmt: skip
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.stages(self.stem(x)).mean((-2, -1)))
+
+
+class Swin(nn.Module):
+    """Patch embedding, then attention in 4x4 windows (window partition by reshape)."""
+
+    def __init__(self, d: int = 16, ws: int = 4) -> None:
+        super().__init__()
+        self.ws = ws
+        self.pe = nn.Conv2d(3, d, 4, 4)
+        self.ln = nn.LayerNorm(d)
+        self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pe(x).permute(0, 2, 3, 1)
+        b, h, w, c = x.shape
+        ws = self.ws
+        win = self.ln(x).view(b, h // ws, ws, w // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        q, k, v = self.qkv(win.reshape(-1, ws * ws, c)).chunk(3, -1)
+        a = (q @ k.transpose(-2, -1) * c**-0.5).softmax(-1)
+        return self.o(a @ v).mean(1)
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    OUT.mkdir(parents=True, exist_ok=True)
+    models = {
+        "conv_tail.onnx": nn.Sequential(
+            *(nn.Conv2d(3, 8, 4, 4), Centred(), nn.Conv2d(8, 8, 2, 2), Centred()),
+            nn.Conv2d(8, 8, 2, 2),
+        ),
+        "convnext.onnx": ConvNeXt(),
+        "swin.onnx": Swin(),
+    }
+    for name, model in models.items():
+        torch.onnx.export(
+            model.eval(),
+            (torch.rand(1, 3, 64, 64),),
+            str(OUT / name),
+            input_names=["x"],
+            dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}},
+            opset_version=17,
+            dynamo=False,
+        )
+        print(f"wrote {OUT / name}")
+
+
+if __name__ == "__main__":
+    main()
