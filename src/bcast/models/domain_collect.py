@@ -31,7 +31,7 @@ from bcast.models.domain import (
 from bcast.models.domain_arithmetic import ARITHMETIC_OPS, arithmetic_records
 from bcast.models.graph import Graph, Node
 
-__all__ = ["NOT_COLLECTED", "Record", "collect_other", "einsum_labels"]
+__all__ = ["NOT_COLLECTED", "OUTPUT_SIZED", "Record", "collect_other", "einsum_labels"]
 
 
 NOT_COLLECTED: Final = (
@@ -145,6 +145,9 @@ def collect_other(
 _WINDOWED: Final = frozenset(
     {"Conv", "MaxPool", "AveragePool", "LpPool", "Convolution", "GroupConvolution", "AvgPool"}
 )
+OUTPUT_SIZED: Final = _WINDOWED | {"Reshape"} | {"SpaceToDepth", "Split", "VariadicSplit"}
+"""Operators whose requirements `collect_other` reads off their output's dims (a window fits
+where each output size is at least 1): a name the file declares there hides them."""
 # Operators whose outputs are booleans (RoBERTa's positions count the tokens that are not
 # padding: CumSum(Not(Equal(ids, pad)))).
 _BOOLEAN: Final = frozenset(

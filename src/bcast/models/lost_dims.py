@@ -18,6 +18,7 @@ from typing import Final
 from bcast.core.dim import Dim
 from bcast.core.shape import Shape
 from bcast.models.domain import Imposed
+from bcast.models.domain_collect import OUTPUT_SIZED
 from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 
 __all__ = [
@@ -140,7 +141,9 @@ def mark_lost(
     rules gave, as `bcast.onnx.refine` found them) knows no better: an old Dropout's mask,
     which ONNX's inference leaves unknown, has its data's shape. A value of ``claimed``
     (the graph's outputs, which the file declares) whose dims hold a `free_symbol` was
-    not computed either: it only has the declaration's name.
+    not computed either, where the node's requirements are read off its output
+    (`bcast.models.domain_collect.OUTPUT_SIZED`: a window must fit): it only has the
+    declaration's name.
 
     Examples
     --------
@@ -157,7 +160,8 @@ def mark_lost(
         if not _known(values.get(name)) and _known(shape):
             values[name] = shape
     inputs = input_symbols(graph)
-    for name in claimed:
+    sized = {o for n in graph.nodes if n.op in OUTPUT_SIZED for o in n.outputs}
+    for name in set(claimed) & sized:
         declared = values.get(name)
         if declared is not None and any(free_symbol(d, inputs, graph) for d in declared.dims):
             values[name] = Shape.dynamic()  # the declaration's name: not computed

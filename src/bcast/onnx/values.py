@@ -16,7 +16,7 @@ from typing import Final
 
 import onnx
 
-from bcast.core.arithmetic import expr_of, expression_dim, product, total
+from bcast.core.arithmetic import expr_of, expression_dim, floor_div, product, total
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
@@ -68,6 +68,11 @@ def _arith(
             return a
         if expressions is not None and op in ("Add", "Mul"):  # h*w of two dims, h + 1
             return _combined(op, a, b, expressions)
+        if expressions is not None and op == "Div" and x is None and y is not None and y > 0:
+            # a dim over a positive size: a shape tensor is integers, and a dim is never
+            # negative, so ONNX's truncating Div is floor division (Swin's H//4 windows)
+            found = expr_of(a, expressions) if isinstance(a, Dim) else None
+            return None if found is None else expression_dim(floor_div(found, y), expressions)
         return None
 
     return apply
