@@ -48,7 +48,9 @@ READERS: Final = frozenset({"check", "verify", "domain"})
 """The commands that read models through the worker."""
 
 _SUFFIXES: Final = (("onnx", (".onnx",)), ("openvino", (".xml",)))
-_CODE: Final = "from bcast.models.isolation import serve; serve()"
+_CODE: Final = "import gc; gc.disable(); from bcast.models.isolation import serve; serve()"
+"""The worker's program: its modules load without collection passes (`serve` turns them
+back on once they have)."""
 
 
 class Child:

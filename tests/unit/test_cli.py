@@ -570,6 +570,24 @@ class TestInstalledEntryPoint:
             assert proc.returncode == 0, proc.stderr
             assert proc.stderr.strip().splitlines()[-1] == "[]", (how, proc.stderr)
 
+    def test_the_command_runs_with_the_collector_on(self) -> None:
+        # off while the modules load (__main__), on (and they frozen) for the command itself
+        code = (
+            "import gc, sys\n"
+            "import bcast.cli as c\n"
+            "real = c.main\n"
+            "def spy(**kw):\n"
+            "    print(gc.isenabled(), gc.get_freeze_count() > 1000, file=sys.stderr)\n"
+            "    return real(**kw)\n"
+            "c.main = spy\n"
+            "sys.argv = ['bcast', 'check', sys.argv[1], '--json']\n"
+            "from bcast.__main__ import main\n"
+            "main()\n"
+        )
+        proc = _python(code, RESNET)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.strip().splitlines()[0] == "True True", proc.stderr
+
     def test_the_worker_starts_before_anything_else_of_bcast_loads(self) -> None:
         # python -m bcast check: the worker's interpreter and onnx load while bcast loads here
         code = (
@@ -577,7 +595,8 @@ class TestInstalledEntryPoint:
             "real = s.spawn\n"
             "def spy(preload):\n"
             "    loaded = sorted(m for m in sys.modules if m.startswith(('bcast', 'click')))\n"
-            "    print(loaded, preload, 'typing' in sys.modules, file=sys.stderr)\n"
+            "    import gc\n"
+            "    print(loaded, preload, 'typing' in sys.modules, gc.isenabled(), file=sys.stderr)\n"
             "    return real(preload)\n"
             "s.spawn = spy\n"
             "sys.argv = ['bcast', 'check', sys.argv[1], '--json']\n"
@@ -588,9 +607,10 @@ class TestInstalledEntryPoint:
         assert proc.returncode == 0, proc.stderr
         said = proc.stderr.strip().splitlines()
         # typing takes 8 ms to import: it loads after the worker's start
-        loaded, preload, typing = said[0].rsplit(" ", 2)
+        loaded, preload, typing, collecting = said[0].rsplit(" ", 3)
         assert loaded == "['bcast', 'bcast.__main__', 'bcast._spawn']", said
         assert (preload, typing) == ("bcast._spawn:lean_onnx,bcast.onnx.reader", "False")
+        assert collecting == "False"  # modules load without collection passes (7 ms)
         assert json.loads(proc.stdout)["models"][0]["error"] is None
 
     def test_import_bcast_loads_nothing_but_finds_every_name(self) -> None:

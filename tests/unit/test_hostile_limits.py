@@ -497,3 +497,14 @@ def test_a_child_answers_as_popen_does():
     child.kill()  # reaped already: nothing to do
     for fd in started[1:]:
         os.close(fd)
+
+
+def test_the_worker_loads_without_collections_then_collects_as_usual():
+    # its modules load with the collector off (bcast._spawn), then are frozen and it is on:
+    # a hostile model's cycles are still collected
+    import gc
+
+    shutdown()
+    prestart()
+    assert run_isolated("P", "asking", gc.isenabled) is True
+    assert run_isolated("P", "asking", gc.get_freeze_count) > 1000

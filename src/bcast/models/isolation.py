@@ -430,6 +430,10 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
                 loaded = importlib.import_module(module)
                 if function:
                     getattr(loaded, function)()
+    import gc
+
+    gc.freeze()  # the modules loaded stay: collections pass over the calls' objects only
+    gc.enable()  # (the worker starts with them off: `bcast._spawn`)
     cap = _read_exact(inbox, _HEADER.size)
     if cap is None:
         return
