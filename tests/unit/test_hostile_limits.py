@@ -499,12 +499,20 @@ def test_a_child_answers_as_popen_does():
         os.close(fd)
 
 
-def test_the_worker_loads_without_collections_then_collects_as_usual():
-    # its modules load with the collector off (bcast._spawn), then are frozen and it is on:
-    # a hostile model's cycles are still collected
+def test_the_worker_loads_without_collections_then_collects_between_calls():
+    # its modules load with the collector off (bcast._spawn), then are frozen; a call (a
+    # model's graph: many objects, few cycles) runs with it off (the same guard as the
+    # caller's unpickling below, which turns it back on)
     import gc
 
     shutdown()
     prestart()
-    assert run_isolated("P", "asking", gc.isenabled) is True
-    assert run_isolated("P", "asking", gc.get_freeze_count) > 1000
+    assert run_isolated("P", "asking", gc.isenabled) is False  # off while a call builds
+    assert run_isolated("P", "asking", gc.get_freeze_count) > 1000  # its modules frozen
+    assert gc.isenabled()  # the answer unpickled with it off: on again here too
+    gc.disable()
+    try:
+        run_isolated("P", "asking", os.getpid)
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
