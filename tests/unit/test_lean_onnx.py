@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from fresh_python import stdout_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
@@ -97,10 +98,7 @@ def test_the_stand_in_becomes_the_whole_package_when_asked_for_more() -> None:
         "assert 'load' not in vars(onnx)\n"
         "print(onnx.__version__, onnx.load is not None, type(node) is onnx.NodeProto)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.split() == [onnx.__version__, "True", "True"]
+    assert stdout_of(code).split() == [onnx.__version__, "True", "True"]
 
 
 def test_nothing_is_replaced_where_onnx_is_loaded_already() -> None:
@@ -256,7 +254,4 @@ def test_another_layout_of_onnx_is_loaded_whole(tmp_path: Path) -> None:
         "import onnx\n"
         "print(onnx.WHOLE)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == "True"
+    assert stdout_of(code).strip() == "True"
