@@ -231,6 +231,13 @@ def test_domain_text_fits_the_width_and_a_pipe_gets_one_line_per_part(width: int
     piped = run("domain", path, env={"COLUMNS": None}).stdout.splitlines()
     s100 = next(line for line in piped if line.startswith("  s100 "))
     assert "8..23, 32..39, 64..71, 128..135    <- node_conv2d (Conv, axis 2)" in s100
+    # the verdict at a point too: it fits, and a pipe keeps it on one line
+    verdict = run("domain", path, "--dim", "s100=7", env={"COLUMNS": str(width)}).stdout
+    tail = verdict.split("\n\n")[-1].splitlines()
+    assert tail[0].startswith("at s100=7: fails first at") and len(tail) > 1
+    assert all(len(line) <= width for line in tail)
+    piped_verdict = run("domain", path, "--dim", "s100=7", env={"COLUMNS": None}).stdout
+    assert piped_verdict.splitlines()[-1].startswith("at s100=7: fails first at node_conv2d")
 
 
 def test_check_text_shows_an_exporters_expression_dims_as_written() -> None:

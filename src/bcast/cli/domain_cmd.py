@@ -142,15 +142,19 @@ def domain(
                 f"bcast: warning: --dim {name}: the model has no input dim {name!r}", err=True
             )
         if dims:
-            point = ", ".join(f"{k}={dim_text(v)}" for k, v in dims.items())
+            point = safe_text(", ".join(f"{k}={dim_text(v)}" for k, v in dims.items()))
             if failure is None and found.undecided:  # as far as bcast modelled the model
                 past = f"{len(found.undecided)} node{'s' * (len(found.undecided) != 1)}"
-                click.echo(f"\nat {point}: inside the domain, but not decided past {past}")
+                verdict = f"at {point}: inside the domain, but not decided past {past}"
             elif failure is None:
-                click.echo(f"\nat {point}: inside the domain")
+                verdict = f"at {point}: inside the domain"
             else:
                 where = safe_text(f"{failure}: {failure.reason}")
-                click.echo(f"\nat {safe_text(point)}: fails first at {where}")
+                verdict = f"at {point}: fails first at {where}"
+            width = _width()
+            click.echo("")
+            for line in [verdict] if width is None else _fit(verdict, width):
+                click.echo(line)
     if (found.is_empty or failure is not None) and fails(Severity.ERROR, fail_on):
         exit_with(ExitCode.FINDINGS)
     exit_with(ExitCode.OK)
@@ -177,6 +181,18 @@ def _fail(model: str, message: str, as_json: bool) -> NoReturn:
     else:
         click.echo(f"bcast: {safe_text(message)}", err=True)
     exit_with(ExitCode.USAGE)
+
+
+def _fit(text: str, width: int) -> list[str]:
+    """Wrap ``text`` to ``width``, the lines after the first indented; no token is split.
+
+    >>> _fit("at H=15: fails first at /4/Conv (Conv, axis 2): output size H//4", 30)
+    ['at H=15: fails first at', '  /4/Conv (Conv, axis 2):', '  output size H//4']
+    """
+    fit = textwrap.TextWrapper(
+        width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )
+    return fit.wrap(text) or [text]
 
 
 def _width() -> int | None:
