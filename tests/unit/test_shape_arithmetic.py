@@ -415,6 +415,32 @@ def test_top_k_of_a_constant_k_is_sized_and_requires_k_values_as_onnxruntime_doe
     assert report.unmodelled == ()
 
 
+def test_top_k_1_s_attribute_k_requires_k_values_as_onnxruntime_does() -> None:
+    # TopK before opset 10 takes k as an attribute: H >= 5, as with a constant k input
+    node = helper.make_node("TopK", ["x"], ["y", "indices"], axis=-1, k=5)
+    model = _model([node], [1, 1, "H"], [1, 1, 5], opset=9)
+    assert _agree(model, lambda h: (1, 1, h), range(1, 8)) == [5, 6, 7]
+    assert bcast.check(model).domain.dim("H").sizes == ((5, None),)
+
+
+@pytest.mark.parametrize(
+    ("mode", "pads", "runs"),
+    [
+        ("constant", [0, 0, 0, 0, 0, -3], [3, 4, 5, 6]),  # cuts 3 from H
+        ("reflect", [0, 0, 2, 0, 0, 1], [3, 4, 5, 6]),  # mirrors 2: H > 2
+        ("edge", [0, 0, 2, 0, 0, 1], [1, 2, 3, 4, 5, 6]),
+    ],
+)
+def test_pad_2_s_attribute_pads_require_the_dim_as_onnxruntime_does(
+    mode: str, pads: list[int], runs: list[int]
+) -> None:
+    # Pad before opset 11 takes its pads as an attribute
+    node = helper.make_node("Pad", ["x"], ["y"], pads=pads, mode=mode)
+    model = _model([node], [1, 1, "H"], [1, 1, 1], opset=10)
+    assert _agree(model, lambda h: (1, 1, h), range(1, 7)) == runs
+    assert bcast.check(model).domain.dim("H").sizes == ((runs[0], None),)
+
+
 def _channels_model(node: object, inits: Sequence[object], z_dims: Sequence[int]) -> object:
     return _model([node], [1, "H", 4, 4], z_dims, inits)
 

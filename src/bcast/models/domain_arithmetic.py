@@ -112,8 +112,8 @@ def _pad(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
     ``pads_end`` over every axis. A mirrored pad (``reflect``: ONNX and IR; ``symmetric``: IR)
     takes its values from inside the dim: the dim must be larger than a reflect pad
     (onnxruntime refuses less; OpenVINO's Pad-12 text: "not greater than data.shape[D] - 1")
-    and at least a symmetric one ("not greater than data.shape[D]"). Pads given as an
-    attribute (ONNX Pad-2) or computed in the graph are not read
+    and at least a symmetric one ("not greater than data.shape[D]"). ONNX Pad-2's pads are
+    an attribute (``node.attrs``), over every axis. Pads computed in the graph are not read
     (`bcast.models.domain_collect.NOT_COLLECTED`).
 
     >>> g = Graph("m.onnx", "onnx", constants={"p": (0, 0, 0, 0, 0, -3)})
@@ -132,6 +132,9 @@ def _pad(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
     else:
         found = graph.constants.get(names[1]) if names[1] else None
         given = graph.constants.get(names[3]) if names[3] else None
+        attribute = dict(node.attrs).get("pads")
+        if found is None and isinstance(attribute, tuple):  # Pad-2
+            found, given = attribute, None
         if found is None:
             return []
         pads = list(found)
@@ -223,15 +226,23 @@ def _channels_multiple(
 
 
 def _top_k(node: Node, graph: Graph, x: Shape) -> list[ArithmeticRecord]:
-    """Require an ONNX TopK's axis to hold ``k`` (a constant) values: onnxruntime refuses less.
+    """Require an ONNX TopK's axis to hold ``k`` values: onnxruntime refuses less.
+
+    ``k``: a constant input (TopK-10 and later), or TopK-1's attribute (``node.attrs``).
 
     >>> g = Graph("m.onnx", "onnx", constants={"k": (5,)})
     >>> node = Node("top", "TopK", ("x", "k"), ("v", "i"), axis=-1)
     >>> [(str(r.left), r.relation, str(r.right)) for r in _top_k(node, g, Shape.parse("[1,s]"))]
     [('s', '>=', '5')]
+    >>> old = Node("top", "TopK", ("x",), ("v", "i"), axis=-1, attrs=(("k", 3),))
+    >>> [(str(r.left), r.relation, str(r.right)) for r in _top_k(old, g, Shape.parse("[1,s]"))]
+    [('s', '>=', '3')]
     """
     rank = x.rank or 0
     k = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    attribute = dict(node.attrs).get("k")
+    if k is None and isinstance(attribute, int):  # TopK-1
+        k = (attribute,)
     if graph.format != "onnx" or k is None or len(k) != 1 or not -rank <= node.axis < rank:
         return []
     size = expr_of(x.dims[node.axis % rank], graph.expressions)

@@ -36,8 +36,7 @@ __all__ = ["NOT_COLLECTED", "OUTPUT_SIZED", "Record", "collect_other", "einsum_l
 
 NOT_COLLECTED: Final = (
     "If/Loop/Scan bodies (they run for some data only)",
-    "Pad's negative pads given as an attribute (opsets before 11) or computed in the graph",
-    "TopK's k given as an attribute (opsets before 10)",
+    "Pad's negative pads computed in the graph",
     "OpenVINO's rule that a pooling window rounding up fits the padded input",
     "OpenVINO Interpolate and StridedSlice on symbolic dims",
     "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",
