@@ -18,7 +18,7 @@ from typing import Any, Final
 import bcast
 from bcast.core.text import safe_text
 from bcast.models import Finding, Report, Severity
-from bcast.models.baseline import fingerprint
+from bcast.models.baseline import digest, fingerprint
 from bcast.models.report_html import html_page
 
 from ._safe_output import safe_json
@@ -152,7 +152,7 @@ def _sarif_result(path: str, item: Finding | str, rule_index: int) -> dict[str, 
             "level": "error",
             "message": {"text": item},
             "locations": [{"physicalLocation": physical}],
-            "partialFingerprints": {_FINGERPRINT: _digest(_UNREADABLE, path)},
+            "partialFingerprints": {_FINGERPRINT: digest(_UNREADABLE, path)},
         }
     # The alert view shows the message alone: it names the node, then the condition.
     where = f"{item.node} ({item.op}" + ("" if item.axis is None else f", axis {item.axis}")
@@ -189,12 +189,6 @@ def _sarif_result(path: str, item: Finding | str, rule_index: int) -> dict[str, 
 
 _FINGERPRINT: Final = "bcastFinding/v1"
 """The ``partialFingerprints`` key: rule, node, operator, axis and operands (`fingerprint`)."""
-
-
-def _digest(*parts: str) -> str:
-    import hashlib  # OpenSSL's, 5 ms to load: only for a SARIF log
-
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def _uri(path: str) -> str:

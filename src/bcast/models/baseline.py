@@ -33,6 +33,7 @@ __all__ = [
     "FAIL_ON",
     "Baseline",
     "baseline_json",
+    "digest",
     "fails",
     "fingerprint",
     "model_key",
@@ -63,15 +64,23 @@ def fails(severity: Severity, fail_on: str) -> bool:
 
 def fingerprint(finding: Finding) -> str:
     """Return 16 hex digits that identify ``finding`` within its model, stable across runs."""
-    import hashlib  # OpenSSL's, 5 ms to load: only when a finding is fingerprinted
-
-    parts = [
+    return digest(
         finding.kind,
         finding.node,
         finding.op,
         "" if finding.axis is None else str(finding.axis),
         *(name for name, _ in finding.inputs),
-    ]
+    )
+
+
+def digest(*parts: str) -> str:
+    """Return 16 hex digits of SHA-256 over ``parts`` (joined by a unit separator).
+
+    >>> digest("unreadable", "m.onnx") == digest("unreadable", "m.onnx") != digest("m.onnx")
+    True
+    """
+    import hashlib  # OpenSSL's, 5 ms to load: only when something is fingerprinted
+
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
 
 
