@@ -64,21 +64,14 @@ def node_kind(proto: onnx.NodeProto, opsets: Mapping[str, int], *, local: bool) 
     if op == "CumSum":  # exclusive or not, for the domain's index bounds
         return {**found, "axis": 1 if attribute(proto, "exclusive", 0) else 0}
     if op == "Pad":  # for the domain: Pad-2's pads (an attribute), a mirror's pads below the dim
-        pads = attribute(proto, "pads", None) if len(proto.input) < 2 else None
-        attrs: tuple[tuple[str, int | tuple[int, ...]], ...] = ()
-        if pads is not None:
-            attrs = (("pads", tuple(int(p) for p in pads)),)
-        if attribute(proto, "mode", "constant") in (b"reflect", "reflect"):
-            attrs += (("reflect", 1),)
-        return {**found, "attrs": attrs} if attrs else found
+        mirror = attribute(proto, "mode", "constant") in (b"reflect", "reflect")
+        return {**found, "attrs": (*_int_attributes(proto), *((("reflect", 1),) * mirror))}
     if op == "GroupNormalization" and found.get("rule") is Rule.OPERATOR:  # its version
         schema = _schema(op, opsets.get("", 0)) if opsets.get("") else None
         since = schema.since_version if schema is not None else 21
         return {**found, "attrs": (*found["attrs"], ("since", since))}
     if op == "TopK":  # its axis and TopK-1's k (an attribute), for the domain
-        k = attribute(proto, "k", None) if len(proto.input) < 2 else None
-        given = (("k", int(k)),) if k is not None else ()
-        return {**found, "axis": int(attribute(proto, "axis", -1)), "attrs": given}
+        return {**found, "axis": int(attribute(proto, "axis", -1)), "attrs": _int_attributes(proto)}
     if op in ("Squeeze", "DepthToSpace"):  # for the domain: axes (before 13), blocksize
         return {**found, "attrs": _int_attributes(proto)}
     if op == "Einsum":  # for the domain: each label's dims broadcast across the operands
