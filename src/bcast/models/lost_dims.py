@@ -23,6 +23,7 @@ from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 
 __all__ = [
     "RUN_TIME",
+    "free_claims",
     "free_symbol",
     "input_symbols",
     "is_lost",
@@ -104,6 +105,23 @@ def free_symbol(dim: Dim, inputs: frozenset[str], graph: Graph) -> bool:
     return dim.name is not None and dim.name not in inputs and dim.name not in graph.expressions
 
 
+def free_claims(graph: Graph, claimed: Set[str], shapes: Mapping[str, Shape]) -> set[str]:
+    """Return the values of ``claimed`` whose shape (in ``shapes``) holds a `free_symbol`.
+
+    >>> g = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[N,4]")})
+    >>> shapes = {"y": Shape.parse("[N,Conv_dim_1]"), "z": Shape.parse("[N,4]")}
+    >>> sorted(free_claims(g, {"y", "z"}, shapes))
+    ['y']
+    """
+    inputs = input_symbols(graph)
+    return {
+        name
+        for name in claimed
+        if (shape := shapes.get(name)) is not None
+        and any(free_symbol(d, inputs, graph) for d in shape.dims)
+    }
+
+
 def why_lost(node: Node, values: Mapping[str, Shape]) -> str:
     """Say why ``node``'s output dims were not computed from its inputs' exact dims.
 
@@ -159,12 +177,9 @@ def mark_lost(
     for name, shape in (derived or {}).items():
         if not _known(values.get(name)) and _known(shape):
             values[name] = shape
-    inputs = input_symbols(graph)
     sized = {o for n in graph.nodes if n.op in OUTPUT_SIZED for o in n.outputs}
-    for name in set(claimed) & sized:
-        declared = values.get(name)
-        if declared is not None and any(free_symbol(d, inputs, graph) for d in declared.dims):
-            values[name] = Shape.dynamic()  # the declaration's name: not computed
+    for name in free_claims(graph, set(claimed) & sized, values):
+        values[name] = Shape.dynamic()  # the declaration's name: not computed
     nodes = []
     for node in graph.nodes:
         lost = (

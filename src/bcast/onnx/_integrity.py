@@ -98,16 +98,14 @@ MAX_EXPANDED_NODES: Final = 200_000
 """Nodes a model may hold with every function call expanded (ONNX's inference inlines them)."""
 
 
-def check_structure(
-    path: str, model: onnx.ModelProto, every: list[onnx.GraphProto] | None = None
-) -> None:
+def check_structure(path: str, model: onnx.ModelProto, every: list[onnx.GraphProto]) -> None:
     """Refuse, before any expansion, a model whose graphs cycle or whose functions explode.
 
     A node that reads (directly or through other nodes) a value it writes itself makes
     ONNX's shape inference grow without bound; so do model-local functions that call each
     other in a chain that doubles at each level. The expanded size is counted from the
     call graph, each function once: nothing is expanded. ``every``: the model's graph and
-    its bodies (`graphs`), where the caller has them already.
+    its bodies (`graphs`).
     """
     functions = {(f.domain, f.name, f.overload): f for f in model.functions}
     sizes: dict[tuple[str, str, str], tuple[int, int]] = {}
@@ -149,7 +147,7 @@ def check_structure(
                 )
         return total, deepest
 
-    _check_text(path, model, every if every is not None else list(graphs(model.graph)))
+    _check_text(path, model, every)
     for imports in [model.opset_import, *(f.opset_import for f in model.functions)]:
         for entry in imports:
             if not 0 <= entry.version <= MAX_OPSET:

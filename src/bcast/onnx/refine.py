@@ -25,7 +25,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape, informative, more_precise
 from bcast.models import Graph, ModelError, Node, propagate_shapes
-from bcast.models.lost_dims import free_symbol, input_symbols
+from bcast.models.lost_dims import free_claims, free_symbol, input_symbols
 from bcast.models.rules_microsoft import MICROSOFT, OUTPUT_TYPE_FROM
 from bcast.onnx.own_shapes import own_shapes
 from bcast.onnx.protos import attribute, value_info
@@ -113,15 +113,8 @@ def _free_claims(proto: onnx.GraphProto, graph: Graph) -> bool:
     looks unknown, yet the dim says nothing of the inputs: a window that must fit would go
     unchecked. bcast's own rules compute it from the inputs (`_computed_over_claim`).
     """
-    declared = {v.name for v in proto.output}
-    inputs = input_symbols(graph)
-    return any(
-        free_symbol(d, inputs, graph)
-        for node in graph.nodes
-        for name, shape in zip(node.outputs, node.output_shapes, strict=False)
-        if name in declared and shape.rank is not None
-        for d in shape.dims
-    )
+    shapes = {o: s for n in graph.nodes for o, s in zip(n.outputs, n.output_shapes, strict=False)}
+    return bool(free_claims(graph, {v.name for v in proto.output}, shapes))
 
 
 def _unclaimed(node: Node, declared: Set[str], expressions: Mapping[str, Expr]) -> Node:
