@@ -189,10 +189,14 @@ def _fit(text: str, width: int) -> list[str]:
     >>> _fit("at H=15: fails first at /4/Conv (Conv, axis 2): output size H//4", 30)
     ['at H=15: fails first at', '  /4/Conv (Conv, axis 2):', '  output size H//4']
     """
-    fit = textwrap.TextWrapper(
-        width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    return _wrapper(width, "  ").wrap(text) or [text]
+
+
+def _wrapper(width: int, indent: str) -> textwrap.TextWrapper:
+    """Return a wrapper to ``width`` that indents the lines after the first, splits no token."""
+    return textwrap.TextWrapper(
+        width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
     )
-    return fit.wrap(text) or [text]
 
 
 def _width() -> int | None:
@@ -213,9 +217,7 @@ def _wrapped(line: str, width: int | None) -> list[str]:
     if width is None or len(line) <= width:
         return [line]
     head, sep, by = line.partition("    <- ")
-    fit = textwrap.TextWrapper(
-        width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
-    )
+    fit = _wrapper(width, "    ")
     out = fit.wrap(head) or [head]
     fit.initial_indent, fit.subsequent_indent = "    <- ", "       "
     for part in by.split("; ") if sep else ():
