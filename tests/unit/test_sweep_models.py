@@ -13,6 +13,7 @@ range ``bcast domain`` prints, and ``check --dim`` must say the same as the run.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +27,9 @@ SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "sweep"
 
 
 def _bcast(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # a pipe: a line per part
     return subprocess.run(
-        [sys.executable, "-m", "bcast", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "bcast", *args], capture_output=True, text=True, timeout=300, env=env
     )
 
 
