@@ -214,6 +214,42 @@ def test_a_product_against_a_product_is_said_undecided_as_a_set() -> None:
     assert domain.first_failure({"a": 2, "b": 3, "c": 12, "d": 15}).node == "r"
 
 
+def test_a_product_against_a_product_of_its_floors_holds_where_each_factor_divides() -> None:
+    # A window partition's counts: 16*a*b elements into 256*(a//4)*(b//4). a//4 <= a/4, so
+    # the two are equal exactly where 4 divides a and b: a set, each dim's own.
+    graph = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[a,b]")})
+    counts = ArithmeticRecord("r", "Reshape", _e("16*a*b"), "==", _e("256*(a//4)*(b//4)"))
+    domain = solve_domain(graph, [counts], {})
+    assert domain.dim("a").congruence == (4, 0) and domain.dim("a").sizes == ((4, None),)
+    assert not domain.relations  # it says nothing the dims' sizes do not
+    for a in range(1, 41):
+        for b in (1, 3, 4, 8, 9, 12):
+            equal = 16 * a * b == 256 * (a // 4) * (b // 4)
+            assert (domain.first_failure({"a": a, "b": b}) is None) is equal, (a, b)
+
+
+def test_a_padded_window_partition_holds_everywhere_and_is_not_said() -> None:
+    # Padded to a multiple of 7 first: (h + (7 - h % 7) % 7) is 7 times its //7, always.
+    padded = "(h + (7 - h % 7) % 7)"
+    graph = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[h,w]")})
+    counts = ArithmeticRecord("r", "Reshape", _e(f"8*{padded}*w"), "==", _e(f"56*({padded}//7)*w"))
+    domain = solve_domain(graph, [counts], {})
+    assert domain.dim("h").text == "any" and not domain.relations
+    assert all(domain.first_failure({"h": h, "w": 3}) is None for h in range(1, 50))
+
+
+def test_products_whose_factors_do_not_pair_stay_undecided_as_a_set() -> None:
+    # h*w == 12*(h//2): h = 2m gives w = 6, h = 3 gives w = 4: no ratio per dim says it
+    graph = Graph("m.onnx", "onnx", shapes={"x": Shape.parse("[h,w]")})
+    counts = ArithmeticRecord("r", "Reshape", _e("h*w"), "==", _e("12*(h//2)"))
+    domain = solve_domain(graph, [counts], {})
+    (tie,) = domain.relations
+    assert not tie.decided
+    assert domain.first_failure({"h": 3, "w": 4}) is None
+    assert domain.first_failure({"h": 4, "w": 6}) is None
+    assert domain.first_failure({"h": 4, "w": 4}).node == "r"
+
+
 def test_a_product_over_ranges_is_decided_by_z3() -> None:
     # Not Presburger sets: z3 decides them over the --dim ranges, bounded or not.
     from bcast.models.ranges import decide

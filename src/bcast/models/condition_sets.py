@@ -296,8 +296,10 @@ def pieces_text(pieces: Sequence[tuple[int, int | None, int, int]] | None) -> st
     return "; ".join(parts)
 
 
-def period(exprs: Iterable[Expr]) -> int:
+def period(exprs: Iterable[Expr], most: int = _PERIOD) -> int:
     """Return a period of the expressions' sizes: the lcm, over each path, of its divisors.
+
+    Past ``most``, ``most + 1`` (too long a period to say residue by residue).
 
     >>> from bcast.core.expressions import parse_expression as p
     >>> period([p("2*((h - 1)//2//2 + 1)"), p("(h - 1)//2 + 1")]), period([p("Min(64, s)")])
@@ -305,19 +307,19 @@ def period(exprs: Iterable[Expr]) -> int:
     """
     found = 1
     for e in exprs:
-        found = math.lcm(found, _period(e, 1))
+        found = min(math.lcm(found, _period(e, 1, most)), most + 1)
     return found
 
 
-def _period(e: Expr, above: int) -> int:
+def _period(e: Expr, above: int, most: int) -> int:
     if e.op in _DIVIDES and not e.args[1].symbols:
         c = e.args[1].evaluate({})
-        inner = _period(e.args[0], above * abs(c)) if c else above
-        return min(inner, _PERIOD + 1)
+        inner = _period(e.args[0], above * abs(c), most) if c else above
+        return min(inner, most + 1)
     found = above
     for arg in e.args:
-        found = math.lcm(found, _period(arg, above))
-    return min(found, _PERIOD + 1)
+        found = math.lcm(found, _period(arg, above, most))
+    return min(found, most + 1)
 
 
 def periodic_text(name: str, residues: Sequence[tuple[int, Intervals]], modulus: int) -> str:
@@ -330,9 +332,18 @@ def periodic_text(name: str, residues: Sequence[tuple[int, Intervals]], modulus:
     'h % 4 ∈ {0, 3}'
     >>> periodic_text("h", [(0, ((4, None),)), (1, ((1, 1),))], 4)
     'h % 4 == 0 or h = 1'
+
+    Where every residue's sizes run from one bound on, the bound is said once:
+
+    >>> periodic_text("h", [(0, ((16, None),)), (1, ((17, None),)), (3, ((19, None),))], 16)
+    'h >= 16 and h % 16 ∈ {0, 1, 3}'
     """
+    low = min(spans[0][0] for _, spans in residues)
     whole = [r for r, spans in residues if spans == ((r or modulus, None),)]
-    parts = []
+    after = [r for r, spans in residues if spans == ((low + (r - low) % modulus, None),)]
+    parts, kept = [], [r for r, _ in residues]
+    if len(after) == len(residues) and len(whole) < len(residues) and len(kept) > 1:
+        return f"{name} >= {low} and {name} % {modulus} ∈ {{{', '.join(map(str, kept))}}}"
     if len(whole) == 1:
         parts.append(f"{name} % {modulus} == {whole[0]}")
     elif whole:

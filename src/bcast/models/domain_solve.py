@@ -22,7 +22,7 @@ import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from bcast.core.arithmetic import factors, plus, product
 from bcast.core.conditions import Condition, readable
@@ -30,7 +30,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
 from bcast.core.polynomials import cancelled, expanded
-from bcast.models.condition_sets import period, periodic_text, pieces_text, sizes_text
+from bcast.models.condition_sets import sizes_text
 from bcast.models.domain import (
     ArithmeticRecord,
     BoundRecord,
@@ -45,6 +45,7 @@ from bcast.models.domain import (
     Requirement,
     WindowRecord,
 )
+from bcast.models.domain_answers import decided, emptied, implied, inexact_text
 from bcast.models.domain_collect import NOT_COLLECTED, Record
 from bcast.models.domain_terms import (
     ONE_WAY_TARGET,
@@ -62,7 +63,6 @@ from bcast.models.presburger import NotAffine, Space
 
 __all__ = ["solve_domain"]
 
-_BOXES: Final = 16  # pieces of a two-dim relation written as boxes; more: its condition only
 _PIECES: Final = 256  # pieces of the domain's set times a requirement's: more is kept apart
 
 
@@ -102,14 +102,16 @@ class _Work:
     ) -> None:
         """Record a requirement: it fails outright, cuts one dim, or relates several.
 
-        Over several dims it is also said as a relation (``text``; None: not said).
+        Over several dims it is also said as a relation (``text``; None: not said), unless
+        isl proves it holds at every size.
         """
         self.requirements.append(Requirement(by, free, test, region, formula))
         if not free:
             if test({}) is False:
                 self.failed.append(by)
         elif len(free) > 1 and text is not None:
-            self.relation(text, free, by, region)
+            if region is None or not self.space or not self.space.sizes.is_subset(region):
+                self.relation(text, free, by, region)  # not when true everywhere
         elif region is None:  # over one dim, not a set: said, so the dim's sizes claim no more
             self.relation(text or by.reason, free, by, region)
 
@@ -420,81 +422,19 @@ def _domain(graph: Graph, work: _Work) -> Domain:
         whole = whole.intersect(region).coalesce()
     regions = [r for r in regions if id(r.region) not in apart]
     if whole.is_empty():
-        return _empty(space, dims.names, regions, common)
+        return emptied(space, dims.names, regions, common)
     out = []
     for name in dims.names:
         sizes, congruence = space.one_dim(whole, name)
         exact = space.exactly(whole, name)
         condition = sizes_text(name, sizes, congruence) if exact else ""
-        shown = "" if exact else _inexact(space, whole, name, regions)
+        shown = "" if exact else inexact_text(space, whole, name, regions)
         imposed = imposers(space, name, regions, whole)
         congruence = congruence if exact else None
         out.append(DimDomain(name, sizes, imposed, congruence, condition or shown, exact=exact))
         solver.sizes[name] = sizes
     parts = said_relations(dims.names, solver, work.relations)
     merged = _merged(parts + work.others)
-    others = [_decided(space, whole, r, work.relation_regions, apart) for r in merged]
-    return Domain(tuple(out), tuple(others), "", **common)
-
-
-def _empty(
-    space: Space, names: Sequence[str], regions: Sequence[Requirement], common: dict[str, Any]
-) -> Domain:
-    """Return the domain when no sizes hold every requirement: where it empties, and why."""
-    running = space.sizes
-    seen: list[Requirement] = []
-    empty, at = "no sizes hold every requirement", cast("tuple[Imposed, ...]", ())
-    for r in regions:
-        narrowed = running.intersect(r.region)
-        if narrowed.is_empty():
-            if space.sizes.intersect(r.region).is_empty():
-                at = (r.imposed,)
-                empty = f"{r.imposed} fails for every size: {r.imposed.reason}"
-            else:
-                before = [q for q in seen if q.symbols & r.symbols][:3]
-                at = (*(q.imposed for q in before), r.imposed)
-                cuts = "; ".join(f"{i}: {i.reason}" for i in at)
-                empty = f"{' and '.join(sorted(r.symbols))}: no size left ({cuts})"
-            break
-        if not narrowed.is_equal(running):
-            seen.append(r)
-        running = narrowed
-    return Domain(tuple(DimDomain(n, ()) for n in names), (), empty, empty_at=at, **common)
-
-
-def _decided(
-    space: Space, whole: Any, r: Relation, regions: Mapping[object, Any], apart: set[int]
-) -> Relation:
-    """Give a relation its condition (isl's constraints) and, over two dims, its boxes.
-
-    A relation kept ``apart`` (its set would have made the intersection too large) is
-    decided on its own: its condition is said, the dims' sizes do not take it into account.
-    """
-    region = regions.get((r.dims, r.text))
-    if r.kind != "holds" or region is None:
-        return r
-    if id(region) in apart:
-        return replace(r, decided=False, condition=space.text(region, only=r.dims))
-    few = len(r.dims) == 2 and whole.n_basic_set() <= _BOXES
-    boxes = space.boxes(whole, r.dims, _BOXES) if few else ()
-    return replace(r, condition=space.text(region, only=r.dims), boxes=boxes)
-
-
-def _inexact(space: Space, whole: Any, name: str, regions: Sequence[Requirement]) -> str:
-    """Say sizes that are no single congruence: pieces, residues, or isl's constraints."""
-    said = pieces_text(space.pieces(whole, name))
-    if said:
-        return said
-    exprs = [
-        e
-        for r in regions
-        if name in r.symbols and r.formula is not None
-        for e in (
-            [r.formula[1], r.formula[3]]
-            if r.formula[0] == "compare"
-            else [e for _, e in r.formula[1]]
-        )
-    ]
-    modulus = period(exprs)
-    found = space.residues(whole, name, modulus) if 1 < modulus <= 64 else None
-    return periodic_text(name, found, modulus) if found else space.text(whole, (name,))
+    others = [decided(space, whole, r, work.relation_regions, apart) for r in merged]
+    kept = [r for r in others if not implied(space, whole, r, work.relation_regions, apart)]
+    return Domain(tuple(out), tuple(kept), "", **common)

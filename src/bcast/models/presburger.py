@@ -36,7 +36,8 @@ from typing import Any, Final
 
 from bcast.core.expressions import Expr
 from bcast.core.modes import Mode
-from bcast.models.presburger_terms import RELATIONS, divisors, hulls, product_form, rebuilt, unit
+from bcast.models.presburger_products import NotAffine, ProductSets
+from bcast.models.presburger_terms import RELATIONS, hulls, rebuilt, unit
 
 __all__ = ["ONE_WAY_TARGET", "Congruence", "Intervals", "NotAffine", "Space"]
 
@@ -45,13 +46,7 @@ Congruence = tuple[int, int]
 Intervals = tuple[tuple[int, int | None], ...]
 """Sorted, disjoint closed intervals ``(lo, hi)`` of sizes; ``hi`` None: unbounded."""
 ONE_WAY_TARGET: Final[dict[Mode, int]] = {Mode.UNIDIRECTIONAL: 0, Mode.PDPD: 0, Mode.EXPLICIT: 1}
-_MOST_DIVISORS: Final = 512  # pieces of a product's case split; more: not decided as a set
 _POINTS: Final = 256  # a two-dim piece that is not a box is listed point by point up to this
-_LARGEST: Final = 1 << 40  # constants a product is split over (their divisors are listed)
-
-
-class NotAffine(ValueError):
-    """A requirement that is not a Presburger set: a product of dims, a power, a division by one."""
 
 
 def _isl() -> Any:
@@ -70,7 +65,7 @@ def load_meanwhile() -> None:
     threading.Thread(target=_isl, name="bcast-load-isl", daemon=True).start()
 
 
-class Space:
+class Space(ProductSets):
     """The input dims as isl parameters; sets and functions of them.
 
     Parameters
@@ -195,83 +190,8 @@ class Space:
         try:
             a, b = self.pw(left), self.pw(right)
         except NotAffine:
-            return self._product_compare(left, relation, right)
+            return self.compare_products(left, relation, right)
         return RELATIONS[relation](a, b)
-
-    def _product_compare(self, left: Expr, relation: str, right: Expr) -> Any:
-        for this, other in ((left, right), (right, left)):
-            form = product_form(this)
-            value = other.evaluate({}) if not other.symbols else None
-            if form is None or value is None:
-                continue
-            scale, factors, offset = form
-            if relation == "==":
-                if (value - offset) % scale:
-                    return self.universe.subtract(self.universe)  # empty
-                return self.product_equals(factors, (value - offset) // scale)
-            below = relation == "<" and this is left and value <= 0 < scale and offset >= 0
-            if below and all(self._never_negative(f) for f in factors):
-                return self.universe.subtract(self.universe)  # never negative: never below
-        raise NotAffine(f"{left} {relation} {right} is not affine")
-
-    def _never_negative(self, factor: Expr) -> bool:
-        below = self.pw(factor).lt_set(self.constant(0))
-        return bool(below.intersect(self.sizes).is_empty())
-
-    def product_equals(self, factors: Sequence[Expr], value: int) -> Any:
-        """Return the set where the product of ``factors`` (each affine) equals ``value``.
-
-        >>> from bcast.core.expressions import parse_expression as p
-        >>> s = Space(["h", "w"])
-        >>> pairs = s.product_equals([p("h//8"), p("w//8")], 16)
-        >>> s.one_dim(pairs, "h")
-        (((8, 23), (32, 39), (64, 71), (128, 135)), None)
-        """
-        if abs(value) > _LARGEST:
-            raise NotAffine(f"a product equal to {value}: too many divisors to split over")
-        first = self.pw(factors[0])
-        if len(factors) == 1:
-            return first.eq_set(self.constant(value))
-        if value == 0:
-            out = first.eq_set(self.constant(0))
-            return out.union(self.product_equals(factors[1:], 0))
-        found = divisors(value)
-        if len(found) ** (len(factors) - 1) > _MOST_DIVISORS:
-            raise NotAffine(f"a product equal to {value}: too many pieces to split over")
-        signs = (1,) if self._never_negative(factors[0]) else (1, -1)
-        out = self.universe.subtract(self.universe)
-        for d in found:
-            for part in (d * sign for sign in signs):
-                rest = self.product_equals(factors[1:], value // part)
-                out = out.union(first.eq_set(self.constant(part)).intersect(rest))
-        return out.coalesce()
-
-    def product_multiple(self, factors: Sequence[Expr], modulus: int) -> Any:
-        """Return the set where the product of ``factors`` is a multiple of ``modulus``.
-
-        ``a*b`` is a multiple of ``m`` exactly when some divisor ``d`` of ``m`` divides
-        ``a`` and ``m/d`` divides ``b``.
-
-        >>> from bcast.core.expressions import parse_expression as p
-        >>> s = Space(["n"])
-        >>> s.one_dim(s.product_multiple([p("4*n")], 8), "n")
-        (((2, None),), (2, 0))
-        """
-        modulus = abs(modulus)
-        if modulus <= 1 or not factors:
-            return self.universe if modulus <= 1 else self.universe.subtract(self.universe)
-        if modulus > _LARGEST:
-            raise NotAffine(f"a product a multiple of {modulus}: too many divisors")
-        first = self.pw(factors[0])
-        if len(factors) == 1:
-            return first.mod_val(modulus).eq_set(self.constant(0))
-        if len(divisors(modulus)) ** (len(factors) - 1) > _MOST_DIVISORS:
-            raise NotAffine(f"a product a multiple of {modulus}: too many pieces to split over")
-        out = self.universe.subtract(self.universe)
-        for d in divisors(modulus):
-            divides = first.mod_val(d).eq_set(self.constant(0)) if d > 1 else self.universe
-            out = out.union(divides.intersect(self.product_multiple(factors[1:], modulus // d)))
-        return out.coalesce()
 
     def column(self, values: Sequence[tuple[int, Expr]], mode: Mode) -> Any:
         """Return the set where sizes ``values`` (operand, size) broadcast at one axis.
@@ -434,6 +354,26 @@ class Space:
         ident = f"d{self.index[name]}"
         found = region.intersect(self.sizes).project_out_except([ident], [isl.dim_type.param])
         return found.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, 1).coalesce()
+
+    def implied(self, whole: Any, region: Any, names: Sequence[str]) -> bool:
+        """Tell whether the sizes ``whole`` leaves each of ``names``, alone, make ``region`` hold.
+
+        A relation that is so (Swin's window counts: each of ``h`` and ``w`` a multiple of
+        4) says nothing the dims' own sizes do not.
+
+        >>> from bcast.core.expressions import parse_expression as p
+        >>> s = Space(["h", "w"])
+        >>> h4, w4 = (s.compare(p(f"{d} % 4"), "==", p("0")) for d in "hw")
+        >>> both = h4.intersect(w4)
+        >>> s.implied(both, both, ["h", "w"]), s.implied(s.sizes, both, ["h", "w"])
+        (True, False)
+        """
+        found = whole.intersect(self.sizes)
+        box = self.sizes
+        for name in names:
+            ident = f"d{self.index[name]}"
+            box = box.intersect(found.project_out_except([ident], [self.isl.dim_type.param]))
+        return bool(box.is_subset(region))
 
     def text(self, region: Any, only: Sequence[str] | None = None) -> str:
         """Write ``region`` as isl's constraints, in the dims' names (``s41 <= 64``).

@@ -22,8 +22,10 @@ def divisors(n: int) -> list[int]:
     return sorted({*small, *(n // d for d in small)})
 
 
-def product_form(e: Expr) -> tuple[int, list[Expr], int] | None:
+def product_form(e: Expr, least: int = 2) -> tuple[int, list[Expr], int] | None:
     """Write ``e`` as ``scale*f1*f2*... + offset``, the factors not constant; None otherwise.
+
+    None too where fewer than ``least`` factors are found (a product of dims is two).
 
     >>> from bcast.core.expressions import parse_expression as p
     >>> scale, found, offset = product_form(p("(h//8)*(w//8) + 1"))
@@ -57,7 +59,7 @@ def product_form(e: Expr) -> tuple[int, list[Expr], int] | None:
             scale *= value
         else:
             factors.append(f)
-    if len(factors) < 2 or scale == 0:
+    if len(factors) < least or scale == 0:
         return None
     return scale, factors, offset
 
