@@ -297,6 +297,52 @@ def test_constant_of_shape_of_a_shape_chain_is_sized() -> None:
     assert _agree(model, lambda h: (1, 1, h), range(1, 6)) == [3]
 
 
+def _pad_to_multiple(of: int, mode: str) -> object:
+    """``F.pad(x, (0, (of - H % of) % of), mode)`` as the TorchScript exporter writes it.
+
+    The pads are computed from the shape (Mod, Sub, Mod), then laid out F.pad's way: the
+    pairs extended by ConstantOfShape, reshaped to ``[-1, 2]``, the rows reversed by a
+    Slice, transposed, flattened. ``out = y + z`` with ``z`` of 8 on H.
+    """
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "two"], ["h"], axis=0),
+        helper.make_node("Mod", ["h", "of"], ["rest"]),
+        helper.make_node("Sub", ["of", "rest"], ["short"]),
+        helper.make_node("Mod", ["short", "of"], ["p"]),
+        helper.make_node("Concat", ["zero", "p"], ["pairs"], axis=0),
+        helper.make_node("ConstantOfShape", ["four"], ["more"], value=_ints("v", [0])),
+        helper.make_node("Concat", ["pairs", "more"], ["flat"], axis=0),
+        helper.make_node("Reshape", ["flat", "rows"], ["grid"]),
+        helper.make_node("Slice", ["grid", "back", "first", "axis0", "back"], ["turned"]),
+        helper.make_node("Transpose", ["turned"], ["swapped"], perm=[1, 0]),
+        helper.make_node("Reshape", ["swapped", "flat_shape"], ["pads"]),
+        helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode),
+    ]
+    ones = {"of": of, "zero": 0, "four": 4, "back": -1, "first": -INT_MAX, "axis0": 0}
+    inits = [_ints(name, [v]) for name, v in {**ones, "flat_shape": -1}.items()]
+    inits += [_ints("rows", [-1, 2]), numpy_helper.from_array(np.array(2, np.int64), "two")]
+    return _model(nodes, [1, 1, "H"], [1, 1, 8], inits)
+
+
+def test_pads_computed_from_the_shape_are_sized_as_onnxruntime_pads() -> None:
+    # Pad to a multiple of 4, then add 8 on H: onnxruntime runs H = 5..8 only
+    model = _pad_to_multiple(4, "constant")
+    assert _agree(model, lambda h: (1, 1, h), range(1, 14)) == [5, 6, 7, 8]
+    report = bcast.check(model)
+    assert not report.domain.undecided
+    assert report.domain.dim("H").sizes == ((5, 8),)
+
+
+def test_mirrored_pads_computed_from_the_shape_are_not_decided() -> None:
+    # reflect needs each pad below H, which bcast requires of constant pads only: at H = 1
+    # onnxruntime fails (a pad of 3 mirrors from 1 value); bcast names the Pad as undecided
+    model = _pad_to_multiple(4, "reflect")
+    assert not _ort_runs(model, (1, 1, 1)) and _ort_runs(model, (1, 1, 5))
+    undecided = bcast.check(model).domain.undecided
+    assert [(i.node, i.op) for i in undecided][:1] == [("Pad_12", "Pad")], undecided
+
+
 # -- what the arithmetic requires of the input dims (ArithmeticRecord) -------------------------
 
 

@@ -8,6 +8,9 @@ range ``bcast domain`` prints, and ``check --dim`` must say the same as the run.
   (``Conv13_dim_2``); they are not the dims (bcast once left that window unchecked).
 - convnext: three stages each need a round of ONNX's inference fed with bcast's shapes.
 - swin: a window partition's Reshape, its target computed by Shape, Gather and Div.
+- swin_padded: Hugging Face Swin's pad to a multiple of the window first, the pads computed
+  from the shape (Mod, Sub, and F.pad's Reshape, Slice, Transpose); its mutant pads to a
+  multiple of 3 and cuts 4x4 windows.
 """
 
 from __future__ import annotations
@@ -63,15 +66,24 @@ def test_the_domain_is_the_sizes_onnxruntime_runs(model: str) -> None:
         assert checked.returncode == 0, checked.stdout
 
 
+def _sizes(model: str) -> dict[str, dict[str, object]]:
+    done = _bcast("domain", str(SWEEP / model), "--json")
+    assert done.returncode == 0, done.stderr
+    domain = json.loads(done.stdout)["domain"]
+    assert not domain.get("undecided"), domain.get("undecided")
+    return {d["name"]: d for d in domain["dims"]} | {"relations": domain.get("relations", [])}
+
+
 def test_a_window_partition_is_a_relation_decided_at_each_size_as_onnxruntime_runs() -> None:
     """Swin's Reshape to ``H//4 // 4`` windows: its target is computed from Shape and Div."""
-    done = _bcast("domain", str(SWEEP / "swin.onnx"))
-    assert done.returncode == 0, done.stderr
-    assert "must equal 256*(((H - 4)//4 + 1)//4)*(((W - 4)//4 + 1)//4)" in done.stdout
-    assert "<- /Reshape (Reshape)" in done.stdout and "not decided beyond" not in done.stdout
-    for h in (16, 20, 28, 32):  # (H - 4)//4 + 1 must be a multiple of 4
+    dims = _sizes("swin.onnx")
+    # 16*a*b elements into 256*(a//4)*(b//4), a = (H - 4)//4 + 1: a and b multiples of 4
+    assert dims["H"]["condition"] == "H >= 16 and H % 16 ∈ {0, 1, 2, 3}", dims["H"]
+    assert "/Reshape" in [i["node"] for i in dims["W"]["imposed_by"]]
+    assert not dims["relations"]  # each dim's sizes say it all
+    for h in (15, 16, 19, 20, 28, 31, 32, 35, 36):
         runs = _runs("swin.onnx", h, 16)
-        assert runs is (h in (16, 32)), h
+        assert runs is (h % 16 <= 3 and h >= 16), h
         said = _bcast("domain", str(SWEEP / "swin.onnx"), "--dim", "N=1", "--dim", f"H={h}",
                       "--dim", "W=16")  # fmt: skip
         verdict = said.stdout.strip().splitlines()[-1]
@@ -126,3 +138,36 @@ def test_a_graph_output_that_only_has_the_declaration_s_names_is_not_decided() -
     mark_lost(g, claimed={"y", "z"})  # graph outputs: claims, not computed
     assert g.nodes[0].unmodelled.startswith("output dim not computed")  # its window: unsure
     assert not g.nodes[1].unmodelled  # nothing is read off a ReduceMean's output
+
+
+def test_a_window_partition_padded_first_runs_for_every_size_as_onnxruntime_does() -> None:
+    """The pads, ``(4 - h % 4) % 4``, are computed from the shape: the Pad is sized."""
+    dims = _sizes("swin_padded.onnx")
+    assert dims["H"]["intervals"] == [[4, None]] and dims["W"]["intervals"] == [[4, None]]
+    assert not dims["relations"] and dims["H"].get("congruence") is None
+    for h, w in [(3, 16), (16, 3)]:  # just outside: the patch Conv's window
+        assert not _runs("swin_padded.onnx", h, w), (h, w)
+    for h, w in [(4, 4), (5, 23), (20, 16), (37, 65), (65, 4)]:  # inside, any residue
+        assert _runs("swin_padded.onnx", h, w), (h, w)
+        checked = _bcast("check", str(SWEEP / "swin_padded.onnx"), "--dim", f"H={h}",
+                         "--dim", f"W={w}", "--dim", "N=1")  # fmt: skip
+        assert checked.returncode == 0, checked.stdout
+
+
+def test_the_padded_mutant_runs_where_isl_says_as_onnxruntime_does() -> None:
+    """Padded to a multiple of 3, cut in 4x4 windows: ``(H//4) % 12`` in {0, 10, 11}."""
+    dims = _sizes("swin_padded_mutant.onnx")
+    assert dims["H"]["condition"] == (
+        "H >= 40 and H % 48 ∈ {0, 1, 2, 3, 40, 41, 42, 43, 44, 45, 46, 47}"
+    ), dims["H"]
+    for h in (39, 40, 47, 48, 51, 52, 87, 88, 95, 96, 99, 100):  # each edge, inside and out
+        runs = _runs("swin_padded_mutant.onnx", h, 40)
+        assert runs is (h >= 40 and (h % 48 <= 3 or h % 48 >= 40)), h
+        checked = _bcast("check", str(SWEEP / "swin_padded_mutant.onnx"), "--dim", f"H={h}",
+                         "--dim", "W=40", "--dim", "N=1")  # fmt: skip
+        assert (checked.returncode == 0) is runs, (h, checked.stdout)
+    # without sizes, a range: the first size it fails at, with the node
+    checked = _bcast("check", str(SWEEP / "swin_padded_mutant.onnx"), "--dim", "H=40..",
+                     "--dim", "W=40", "--dim", "N=1")  # fmt: skip
+    assert checked.returncode == 1 and "fails at H=52" in checked.stdout, checked.stdout
+    assert "/Reshape_2 (Reshape)" in checked.stdout

@@ -13,6 +13,11 @@ as most tutorials show.
 - ``swin.onnx``: Swin's window partition, a Reshape to ``H//4 // 4`` windows computed in the
   graph. bcast does not evaluate that target: it says so ("not decided beyond node
   /Reshape"), and its torch.export and OpenVINO lines say they hold only what was decided.
+- ``swin_padded.onnx``: Hugging Face Swin's way, the feature map padded to a multiple of the
+  window first, its pads computed from the shape (``(4 - h % 4) % 4``, by Mod and Sub, then
+  F.pad's reversal of pairs by Reshape, Slice and Transpose). bcast left that Pad's output
+  unknown ("its pads not known as constants") and decided nothing past it; it runs for
+  every size. ``swin_padded_mutant.onnx`` pads to a multiple of 3 and cuts 4x4 windows.
 
 Usage (from the repository root, with torch installed):
 
@@ -98,6 +103,31 @@ class Swin(nn.Module):
         return self.o(a @ v).mean(1)
 
 
+class PaddedSwin(Swin):
+    """Hugging Face Swin's window attention: pad to a multiple of the window, then unpad.
+
+    The pads are computed from the shape, ``(ws - h % ws) % ws``, so every size runs.
+    ``pad_to`` other than the window is the bug of the mutant: it pads to a multiple of 3
+    and then cuts 4x4 windows, which runs only where that multiple is one of 4 too.
+    """
+
+    def __init__(self, pad_to: int = 4) -> None:
+        super().__init__()
+        self.pad_to = pad_to
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.ln(self.pe(x).permute(0, 2, 3, 1))
+        b, h, w, c = x.shape
+        ws, to = self.ws, self.pad_to
+        x = F.pad(x, (0, 0, 0, (to - w % to) % to, 0, (to - h % to) % to))
+        hp, wp = x.shape[1], x.shape[2]
+        win = x.view(b, hp // ws, ws, wp // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        q, k, v = self.qkv(win.reshape(-1, ws * ws, c)).chunk(3, -1)
+        a = (q @ k.transpose(-2, -1) * c**-0.5).softmax(-1)
+        y = self.o(a @ v).view(b, hp // ws, wp // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        return y.reshape(b, hp, wp, c)[:, :h, :w, :].mean((1, 2))
+
+
 def main() -> None:
     torch.manual_seed(0)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -108,11 +138,14 @@ def main() -> None:
         ),
         "convnext.onnx": ConvNeXt(),
         "swin.onnx": Swin(),
+        "swin_padded.onnx": PaddedSwin(),
+        "swin_padded_mutant.onnx": PaddedSwin(pad_to=3),
     }
     for name, model in models.items():
+        size = 48 if name.startswith("swin_padded") else 64  # where the mutant runs too
         torch.onnx.export(
             model.eval(),
-            (torch.rand(1, 3, 64, 64),),
+            (torch.rand(1, 3, size, size),),
             str(OUT / name),
             input_names=["x"],
             dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}},

@@ -19,6 +19,7 @@ from bcast.core.expressions import Expr
 
 __all__ = [
     "BIG",
+    "bounds",
     "ceil_window_dim",
     "difference",
     "range_length",
@@ -191,3 +192,56 @@ def range_length(start: int, limit: Expr, delta: int) -> Expr | None:
         return None
     span = up(plus(limit, -start), delta)
     return span if start == 0 else Expr("Max", (span, _int(0)))
+
+
+def bounds(expr: Expr) -> tuple[int | None, int | None]:
+    """Return a lower and an upper bound of ``expr`` over dims of any size (None: none known).
+
+    Conservative: a dim is at least 0, ``e % n`` is ``0..n-1`` for a constant ``n`` > 0,
+    and sums, differences, constant multiples, floor divisions by a constant, Min and Max
+    combine their arguments' bounds. ``7 - h % 7`` is never below 1: exporters compute a
+    pad to a multiple of 7 that way, and a value proved never negative can be a dim.
+
+    >>> from bcast.core.expressions import parse_expression as p
+    >>> bounds(p("7 - h % 7")), bounds(p("h - 1")), bounds(p("Min(64, h)//2"))
+    ((1, 7), (-1, None), (0, 32))
+    >>> bounds(p("-2*(h % 3)")), bounds(p("Max(h, 4) + Min(h, 2)")), bounds(p("h/2"))
+    ((-4, 0), (4, None), (None, None))
+    """
+    op, args = expr.op, expr.args
+    if op == "int":
+        return expr.value, expr.value
+    if op == "sym":
+        return 0, None
+    number = args[1].value if len(args) == 2 and args[1].op == "int" else None
+    if op in ("%", "Mod") and number is not None and number > 0:
+        return 0, number - 1
+    found = [bounds(a) for a in args]
+    if op == "+":
+        return _add(found[0][0], found[1][0]), _add(found[0][1], found[1][1])
+    if op == "-":
+        return _add(found[0][0], _neg(found[1][1])), _add(found[0][1], _neg(found[1][0]))
+    if op == "neg":
+        return _neg(found[0][1]), _neg(found[0][0])
+    if op == "*" and len(args) == 2 and (args[0].op == "int" or args[1].op == "int"):
+        k, (lo, hi) = (args[0].value, found[1]) if args[0].op == "int" else (number, found[0])
+        ends = [None if v is None else v * (k or 0) for v in (lo, hi)]
+        return (ends[0], ends[1]) if (k or 0) >= 0 else (ends[1], ends[0])
+    if op in ("//", "FloorDiv") and number is not None and number > 0:
+        lo, hi = found[0]
+        return None if lo is None else lo // number, None if hi is None else hi // number
+    los, his = [lo for lo, _ in found], [hi for _, hi in found]
+    known_lo, known_hi = [v for v in los if v is not None], [v for v in his if v is not None]
+    if op == "Min" and found:
+        return (min(known_lo) if len(known_lo) == len(los) else None), min(known_hi, default=None)
+    if op == "Max" and found:
+        return max(known_lo, default=None), (max(known_hi) if len(known_hi) == len(his) else None)
+    return None, None
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+def _neg(a: int | None) -> int | None:
+    return None if a is None else -a

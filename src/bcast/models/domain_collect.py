@@ -36,7 +36,7 @@ __all__ = ["NOT_COLLECTED", "OUTPUT_SIZED", "Record", "collect_other", "einsum_l
 
 NOT_COLLECTED: Final = (
     "If/Loop/Scan bodies (they run for some data only)",
-    "Pad's negative pads computed in the graph",
+    "Pad's pads computed in the graph that may be negative or that a mirror must fit",
     "OpenVINO's rule that a pooling window rounding up fits the padded input",
     "OpenVINO Interpolate and StridedSlice on symbolic dims",
     "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",

@@ -16,7 +16,7 @@ from typing import Final
 
 import onnx
 
-from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product
+from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product, total
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
@@ -276,13 +276,30 @@ def _space_depth(op: str, block: int, x: Shape, expressions: dict[str, Expr]) ->
 def _pad(
     proto: onnx.NodeProto, x: Shape, ins: Sequence[Value | None], expressions: dict[str, Expr]
 ) -> Shape | None:
-    """Return Pad's output: each dim plus its two constant pads (negative pads cut)."""
+    """Return Pad's output: each dim plus its two pads (negative pads cut).
+
+    A pad is a constant or a dim computed from shapes (``(7 - h % 7) % 7``, as exporters
+    pad to a multiple of a window). A mirrored pad (``reflect``, ``wrap``) must fit inside the
+    dim, which the domain requires of constant pads only: computed ones leave it unsized.
+    """
     rank = x.rank or 0
     pads = ins[1] if len(ins) > 1 else tuple(_ints(proto, "pads", []))
     axes: Sequence[int | Dim | bool] = ins[3] or () if len(ins) > 3 else ()
     axes = list(axes) or list(range(rank))
-    if pads is None or not all(type(v) is int for v in (*pads, *axes)):
+    if pads is None or not all(type(v) is int for v in axes):
         return None
+    mode = attribute(proto, "mode", b"constant")
+    plain = (mode.decode() if isinstance(mode, bytes) else str(mode)) in ("constant", "edge")
+    if not plain and not all(type(v) is int for v in pads):
+        return None
+    amounts: list[Expr] = []
+    for v in pads:
+        found = expr_of(v, expressions) if isinstance(v, Dim) else None
+        if type(v) is int:
+            found = Expr("int", value=v)
+        if found is None:
+            return None  # a bool, or a dim of no expression
+        amounts.append(found)
     count = len(axes)
     if len(pads) != 2 * count:
         return None
@@ -292,8 +309,8 @@ def _pad(
         if not 0 <= at < rank:
             return None
         size = expr_of(dims[at], expressions)
-        extra = int(pads[i]) + int(pads[i + count])
-        dims[at] = Dim.unknown() if size is None else expression_dim(plus(size, extra), expressions)
+        found = None if size is None else total([size, *amounts[i::count]])
+        dims[at] = Dim.unknown() if found is None else expression_dim(found, expressions)
     return Shape(dims)
 
 

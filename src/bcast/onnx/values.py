@@ -20,6 +20,7 @@ from bcast.core.arithmetic import expr_of, expression_dim, floor_div, product, t
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
+from bcast.core.spatial import bounds, difference
 from bcast.onnx.protos import DEFAULT_DOMAINS, attribute, small_values
 
 __all__ = ["LiveValues", "Value", "shape_tensor_values"]
@@ -68,6 +69,8 @@ def _arith(
             return a
         if expressions is not None and op in ("Add", "Mul"):  # h*w of two dims, h + 1
             return _combined(op, a, b, expressions)
+        if expressions is not None and op in ("Mod", "Sub"):
+            return _signed(op, a, b, expressions)
         if expressions is not None and op == "Div" and x is None and y is not None and y > 0:
             # a dim over a positive size: a shape tensor is integers, and a dim is never
             # negative, so ONNX's truncating Div is floor division (Swin's H//4 windows)
@@ -98,6 +101,32 @@ def _combined(op: str, a: Element, b: Element, expressions: dict[str, Expr]) -> 
         return None
     known = [p for p in parts if p is not None]
     return expression_dim(product(known) if op == "Mul" else total(known), expressions)
+
+
+def _signed(op: str, a: Element, b: Element, expressions: dict[str, Expr]) -> Dim | None:
+    """Write ``a % b`` (``b`` a size) or ``a - b`` as a dim, where it is never negative.
+
+    A pad to a multiple of 7 is ``(7 - h % 7) % 7``: TorchScript exports compute it from
+    ``Shape`` with Mod and Sub, and the Pad after it is then sized.
+
+    >>> found = {}
+    >>> rest = _signed("Mod", Dim.symbol("h"), 7, found)
+    >>> pad = _signed("Sub", 7, rest, found)
+    >>> str(found[pad.name]), _signed("Sub", Dim.symbol("h"), 1, found)
+    ('7 - h%7', None)
+    """
+    parts = [Expr("int", value=int(e)) if not isinstance(e, Dim) else expr_of(e, expressions)
+             for e in (a, b)]  # fmt: skip
+    left, right = parts
+    if left is None or right is None:
+        return None
+    if op == "Mod":
+        if right.op != "int" or right.value <= 0:
+            return None  # Python's % by a positive size is never negative
+        return expression_dim(Expr("%", (left, right)), expressions)
+    found = difference(left, right)
+    lowest = bounds(found)[0]
+    return None if lowest is None or lowest < 0 else expression_dim(found, expressions)
 
 
 def _equal(a: Element, b: Element) -> Element | None:
@@ -315,12 +344,24 @@ def _evaluate(
         return tuple(e for v in ins for e in (v or ()))
     if op == "Gather":
         indices = ins[1] if len(ins) > 1 else None
-        if indices is None:
+        if indices is None or _rank(shapes, node.input[0]) > 1:
             return None
         picked = [first[_static(i) or 0] for i in indices]
         return tuple(picked)
     if op == "Slice":
+        rows = _rows(first, shapes.get(node.input[0]))
+        if rows is not None and len(node.input) > 3 and ins[3] in ((0,), (-2,)):
+            # a 2-D value cut along its rows: F.pad's pads, reversed pair by pair
+            cut = _slice(tuple(range(len(rows))), [*ins[1:3], None, *ins[4:]], len(node.input))
+            return None if cut is None else tuple(e for i in cut for e in rows[int(i)])
+        if _rank(shapes, node.input[0]) > 1:
+            return None  # cut as 1-D, a 2-D value would be scrambled
         return _slice(first, ins[1:], len(node.input))
+    if op == "Transpose":
+        rows = _rows(first, shapes.get(node.input[0]))
+        if rows is None or tuple(attribute(node, "perm", (1, 0))) != (1, 0):
+            return None
+        return tuple(row[k] for k in range(len(rows[0])) for row in rows)
     if op in ("Add", "Sub", "Mul", "Div", "Mod"):
         if len(ins) < 2 or ins[1] is None or (op == "Mod" and attribute(node, "fmod", 0)):
             return None
@@ -334,6 +375,25 @@ def _evaluate(
             return None
         return _elementwise([first, ins[1], ins[2]], _where)
     return None
+
+
+def _rank(shapes: Mapping[str, Shape], name: str) -> int:
+    """Return the rank of ``name`` where it is known (0 where not: a value is 1-D)."""
+    shape = shapes.get(name)
+    return shape.rank if shape is not None and shape.rank is not None else 0
+
+
+def _rows(data: Value, shape: Shape | None) -> list[Value] | None:
+    """Split a 2-D value of static ``shape`` into its rows; None for any other value."""
+    if shape is None or shape.rank != 2 or not shape.dims[1].is_static:
+        return None
+    width = shape.dims[1].lo
+    count = len(data) // width if width else 0
+    if width == 0 or count * width != len(data):
+        return None
+    if shape.dims[0].is_static and shape.dims[0].lo != count:
+        return None
+    return [data[i * width : (i + 1) * width] for i in range(count)]
 
 
 def _slice(data: Value, rest: Sequence[Value | None], count: int) -> Value | None:
