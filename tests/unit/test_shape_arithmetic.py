@@ -297,6 +297,14 @@ def test_constant_of_shape_of_a_shape_chain_is_sized() -> None:
     assert _agree(model, lambda h: (1, 1, h), range(1, 6)) == [3]
 
 
+def test_a_reshape_to_rows_of_7_is_sized_as_onnxruntime_sizes_it() -> None:
+    # [1,H] to [-1,7]: H/7 rows where 7 divides H, added to 2 rows: H = 7 broadcasts, 14 fits
+    node = helper.make_node("Reshape", ["x", "rows"], ["y"])
+    model = _model([node], [1, "H"], [2, 7], [_ints("rows", [-1, 7])])
+    assert _agree(model, lambda h: (1, h), range(1, 30)) == [7, 14]
+    assert not bcast.check(model).domain.undecided
+
+
 def _pad_to_multiple(of: int, mode: str) -> object:
     """``F.pad(x, (0, (of - H % of) % of), mode)`` as the TorchScript exporter writes it.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 
 from bcast.core.dim import Dim, named_dim
 from bcast.core.expressions import Expr
@@ -350,18 +351,21 @@ def _quotient(
             return None
     statics = math.prod(d.lo for d in rest if d.is_static)
     named = [d for d in rest if not d.is_static]
-    if static_taken == 0 or statics % static_taken:
+    if static_taken == 0 or (statics % static_taken and not named):
         return None  # not a whole number of rows: the Reshape fails (or is not sure)
-    factor = statics // static_taken
+    ratio = Fraction(statics, static_taken)
     if not named:
-        return Dim(factor)
-    if factor == 1 and len(named) == 1:
+        return Dim(int(ratio))
+    if ratio == 1 and len(named) == 1:
         return named[0]  # [batch,seq] to [-1,seq]: the -1 is batch
     found = [expr_of(d, expressions) for d in named] if expressions is not None else [None]
     if expressions is None or any(f is None for f in found):
         return None
-    factors = [Expr("int", value=factor), *(f for f in found if f is not None)]
-    return expression_dim(product(factors), expressions)
+    factors = [Expr("int", value=ratio.numerator), *(f for f in found if f is not None)]
+    whole = product(factors)
+    if ratio.denominator > 1:  # [b,h] to [-1,7]: b*h/7 rows, where 7 divides (else it fails)
+        whole = Expr("/", (whole, Expr("int", value=ratio.denominator)))
+    return expression_dim(whole, expressions)
 
 
 def concat_output(axis: int, inputs: Sequence[Shape], expressions: dict[str, Expr]) -> Shape | None:

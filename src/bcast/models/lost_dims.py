@@ -122,17 +122,21 @@ def free_claims(graph: Graph, claimed: Set[str], shapes: Mapping[str, Shape]) ->
     }
 
 
-def why_lost(node: Node, values: Mapping[str, Shape]) -> str:
+def why_lost(node: Node, values: Mapping[str, Shape], constants: Set[str] = frozenset()) -> str:
     """Say why ``node``'s output dims were not computed from its inputs' exact dims.
+
+    ``constants``: the values known as constants (an operand among them is not to blame).
 
     >>> why_lost(Node("nz", "NonZero", ("x",), ("y",)), {})
     'decided at run time: the count of nonzero elements'
     >>> why_lost(Node("r", "Resize", ("x", "", "s"), ("y",)), {})
     'output dim not computed: its scales or sizes not known as constants'
+    >>> why_lost(Node("r", "Resize", ("x", "", "s"), ("y",)), {}, {"s"})
+    'output dim not computed: bcast has no rule for its dims from '
     """
     if node.op in RUN_TIME and (node.op != "TopK" or len(node.inputs) > 1):
         return f"{_RUN_TIME}: {RUN_TIME[node.op]}"
-    if node.op in _COMPUTED:
+    if node.op in _COMPUTED and not all(i in constants for i in node.inputs[1:] if i):
         return f"{_NOT_COMPUTED}: {_COMPUTED[node.op]} not known as constants"
     known = ", ".join(str(values[i]) for i in node.inputs if i and i in values)
     return f"{_NOT_COMPUTED}: bcast has no rule for its dims from {known}"
@@ -189,7 +193,8 @@ def mark_lost(
             and all(_known(values.get(i)) for i in node.inputs if i)
             and any(n and not _known(values.get(n)) for n in node.outputs)
         )
-        nodes.append(replace(node, unmodelled=why_lost(node, values)) if lost else node)
+        why = why_lost(node, values, graph.constants.keys()) if lost else ""
+        nodes.append(replace(node, unmodelled=why) if lost else node)
     graph.nodes = nodes
 
 
