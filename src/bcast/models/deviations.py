@@ -9,7 +9,8 @@ the specification accepts can still fail or compute something else there.
 
 Only what the shapes and attributes show is told: a deviation that depends on values or on
 element types bcast's graph does not carry (OpenVINO's floor division of integers under
-pdpd, onnxruntime's signaling NaNs in float16 Pow) is not. For tract nothing is recorded yet.
+pdpd, onnxruntime's signaling NaNs in float16 Pow) is not. onnxruntime's are its dilated
+SAME windows: a Conv it refuses, pools it sizes smaller. For tract nothing is recorded yet.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ TARGETS: Final = ("onnxruntime", "openvino", "tract")
 """The runtimes ``--target`` takes."""
 
 _DOCS: Final = "docs/peer-differences.md#openvino-kernels-cpu-plugin"
+_ORT_DOCS: Final = (
+    "docs/peer-differences.md#bcast-check-on-onnx-operators-the-runtimes-do-not-follow-or-"
+    "cannot-run"
+)
 
 Operands = Sequence[tuple[str, Shape]]
 
@@ -127,7 +132,43 @@ def _scalar_broadcast(node: Node, operands: Operands) -> str | None:
     )
 
 
+def _dilations(node: Node) -> tuple[int, ...] | None:
+    """Return a dilated SAME window's dilations (ONNX ``auto_pad`` SAME_*); None otherwise."""
+    attrs = dict(node.attrs)
+    found = attrs.get("dilations", ())
+    dilations = found if isinstance(found, tuple) else (found,)
+    if not attrs.get("auto_same") or all(d == 1 for d in dilations):
+        return None
+    return dilations
+
+
+def _dilated_same_conv(node: Node, operands: Operands) -> str | None:
+    dilations = _dilations(node)
+    if dilations is None:
+        return None
+    return (
+        f"onnxruntime refuses a Conv with auto_pad SAME_UPPER or SAME_LOWER and dilations "
+        f"{list(dilations)} at every size ('Dilation not supported for AutoPadType::SAME_UPPER "
+        "or AutoPadType::SAME_LOWER'); the ONNX text allows it (PyTorch's padding='same' "
+        f"with a dilation exports it; explicit pads run). See {_ORT_DOCS}"
+    )
+
+
+def _dilated_same_pool(node: Node, operands: Operands) -> str | None:
+    dilations = _dilations(node)
+    if dilations is None:
+        return None
+    return (
+        f"onnxruntime sizes a {node.op} with auto_pad SAME and dilations {list(dilations)} "
+        "smaller than ceil(input / stride), the ONNX text's size: it pads as if the "
+        "window were not dilated (k3, dilation 2, stride 1: 2 fewer), and what meets it "
+        f"downstream may not fit. See {_ORT_DOCS}"
+    )
+
+
 _DEVIATIONS: Final = (
+    _Deviation("onnxruntime", frozenset({"Conv"}), _dilated_same_conv),
+    _Deviation("onnxruntime", frozenset({"MaxPool", "AveragePool", "LpPool"}), _dilated_same_pool),
     _Deviation(
         "openvino",
         frozenset(

@@ -74,6 +74,9 @@ def node_kind(proto: onnx.NodeProto, opsets: Mapping[str, int], *, local: bool) 
         return {**found, "axis": int(attribute(proto, "axis", -1)), "attrs": _int_attributes(proto)}
     if op in ("Squeeze", "DepthToSpace"):  # for the domain: axes (before 13), blocksize
         return {**found, "attrs": _int_attributes(proto)}
+    if op in _WINDOWED and attribute(proto, "auto_pad", b"") in (b"SAME_UPPER", b"SAME_LOWER"):
+        # --target onnxruntime: it refuses (Conv) or sizes smaller (pools) a dilated SAME
+        return {**found, "attrs": (*_int_attributes(proto), ("auto_same", 1))}
     if op == "Einsum":  # for the domain: each label's dims broadcast across the operands
         equation = attribute(proto, "equation", b"")
         text = equation.decode("utf-8", "replace") if isinstance(equation, bytes) else ""
@@ -116,6 +119,9 @@ def node_kind(proto: onnx.NodeProto, opsets: Mapping[str, int], *, local: bool) 
     if op == "Expand":
         return {**found, "rule": Rule.EXPAND, "mode": Mode.BIDIRECTIONAL}
     return found
+
+
+_WINDOWED: Final = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool"})
 
 
 def _other_domain(proto: onnx.NodeProto, *, local: bool) -> dict[str, Any]:

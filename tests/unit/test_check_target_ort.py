@@ -1,0 +1,87 @@
+"""``bcast check --target onnxruntime``: its dilated SAME windows, held against onnxruntime.
+
+onnxruntime 1.32 (CPU) refuses a Conv whose ``auto_pad`` is SAME_UPPER or SAME_LOWER with a
+dilation other than 1 (PyTorch's ``padding="same"`` with a dilation exports exactly that),
+and sizes the pools of such windows smaller than the ONNX text's ``ceil(input / stride)``.
+Each case is run in onnxruntime here; the warning must appear exactly where it departs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import bcast
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+helper, TensorProto, numpy_helper = onnx.helper, onnx.TensorProto, onnx.numpy_helper
+ort.set_default_logger_severity(4)
+
+
+def _model(node: object, opset: int) -> object:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "H", "W"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+    graph = helper.make_graph([node], "g", [x], [y], [w] if node.op_type == "Conv" else [])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _rows(model: object, h: int) -> int | None:
+    """The rows onnxruntime gives for an ``h`` x ``h`` input; None where it refuses."""
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    try:
+        return int(session.run(None, {"x": np.ones((1, 1, h, h), np.float32)})[0].shape[2])
+    except Exception:  # onnxruntime's refusal
+        return None
+
+
+def _warned(model: object, target: str | None = "onnxruntime") -> list[str]:
+    found = bcast.check(model, target=target).findings
+    return [f.node for f in found if f.kind == "runtime-deviation"]
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+@pytest.mark.parametrize("dilations", [[2, 2], [1, 2], [3, 1]])
+def test_a_dilated_same_conv_is_refused_by_onnxruntime_and_told(auto_pad, dilations) -> None:
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", auto_pad=auto_pad,
+                            dilations=dilations)  # fmt: skip
+    model = _model(node, 17)
+    assert all(_rows(model, h) is None for h in (5, 8, 9))
+    assert _warned(model) == ["c"] and _warned(model, None) == []
+
+
+@pytest.mark.parametrize(
+    ("attrs"),
+    [
+        {"auto_pad": "SAME_UPPER", "dilations": [1, 1]},
+        {"auto_pad": "VALID", "dilations": [2, 2]},
+        {"pads": [2, 2, 2, 2], "dilations": [2, 2]},  # what padding="same" means, written out
+    ],
+)
+def test_a_conv_onnxruntime_runs_is_not_told(attrs) -> None:
+    model = _model(helper.make_node("Conv", ["x", "w"], ["y"], name="c", **attrs), 17)
+    assert all(_rows(model, h) is not None for h in (5, 8, 9))
+    assert _warned(model) == []
+
+
+@pytest.mark.parametrize(("op", "opset"), [("MaxPool", 17), ("AveragePool", 19), ("LpPool", 18)])
+@pytest.mark.parametrize(("kernel", "dilation", "stride"), [(3, 2, 1), (3, 2, 2), (2, 3, 1)])
+def test_a_dilated_same_pool_is_sized_smaller_by_onnxruntime_and_told(
+    op, opset, kernel, dilation, stride
+) -> None:
+    node = helper.make_node(op, ["x"], ["y"], name="p", auto_pad="SAME_UPPER",
+                            kernel_shape=[kernel] * 2, dilations=[dilation] * 2,
+                            strides=[stride] * 2)  # fmt: skip
+    model = _model(node, opset)
+    for h in (5, 8, 9, 12):  # the ONNX text: ceil(h / stride); onnxruntime gives fewer
+        rows = _rows(model, h)
+        assert rows is not None and rows < math.ceil(h / stride), (h, rows)
+    assert _warned(model) == ["p"]
+    plain = helper.make_node(op, ["x"], ["y"], name="p", auto_pad="SAME_UPPER",
+                             kernel_shape=[kernel] * 2, strides=[stride] * 2)  # fmt: skip
+    undilated = _model(plain, opset)
+    assert all(_rows(undilated, h) == math.ceil(h / stride) for h in (5, 8, 9, 12))
+    assert _warned(undilated) == []
