@@ -85,3 +85,24 @@ def test_a_dilated_same_pool_is_sized_smaller_by_onnxruntime_and_told(
     undilated = _model(plain, opset)
     assert all(_rows(undilated, h) == math.ceil(h / stride) for h in (5, 8, 9, 12))
     assert _warned(undilated) == []
+
+
+def test_a_pool_window_larger_than_its_input_is_outside_the_domain_as_openvino_says(
+    tmp_path,
+) -> None:
+    # The ONNX text floors (1 - 2)/2 + 1 to 0 rows; onnxruntime truncates toward 0 and runs
+    # with 1 row; OpenVINO refuses. bcast keeps the text's window: H from 2 (pinned, and
+    # recorded in docs/peer-differences.md).
+    ov = pytest.importorskip("openvino")
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="p", kernel_shape=[2, 2], strides=[2, 2])
+    model = _model(node, 17)
+    assert _rows(model, 1) == 1 and _rows(model, 2) == 1
+    path = tmp_path / "pool.onnx"
+    path.write_bytes(model.SerializeToString())
+    compiled = ov.Core().compile_model(str(path), "CPU")
+    with pytest.raises(RuntimeError):
+        compiled(np.ones((1, 1, 1, 8), np.float32))
+    assert compiled(np.ones((1, 1, 2, 8), np.float32))[0].shape == (1, 1, 1, 4)
+    domain = bcast.check(model).domain
+    assert domain.dim("H").sizes == ((2, None),)
+    assert domain.first_failure({"H": 1, "W": 8}).node == "p"
