@@ -336,6 +336,9 @@ def reshape_output(
     return Shape(d for d in out if d is not None)
 
 
+_LARGEST_DIVISOR = 2**31  # a -1's rows over more than this: not written (hostile targets)
+
+
 def _quotient(
     have: list[Dim], taken: list[Dim], expressions: dict[str, Expr] | None = None
 ) -> Dim | None:
@@ -354,6 +357,8 @@ def _quotient(
     if static_taken == 0 or (statics % static_taken and not named):
         return None  # not a whole number of rows: the Reshape fails (or is not sure)
     ratio = Fraction(statics, static_taken)
+    if ratio.denominator > _LARGEST_DIVISOR:
+        return None  # no dims of sizes a tensor has make that many elements
     if not named:
         return Dim(int(ratio))
     if ratio == 1 and len(named) == 1:
