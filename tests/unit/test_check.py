@@ -1380,3 +1380,31 @@ def test_every_rule_has_its_check():
     from bcast.models import node_checks
 
     assert set(node_checks._CHECKS) == set(Rule)
+
+
+@pytest.mark.parametrize(
+    ("a", "w", "attrs", "fits"),
+    [
+        ([2, 36], [16, 5], {}, False),  # A's K 36 against B's 16
+        ([2, 36], [5, 16], {"transB": 1}, False),  # a Linear of 16 fed 36 features
+        ([36, 2], [16, 5], {"transA": 1}, False),
+        ([2, 16], [5, 16], {"transB": 1}, True),
+        ([16, 2], [5, 16], {"transA": 1, "transB": 1}, True),
+    ],
+)
+def test_gemm_inner_dims_must_be_equal_as_onnxruntime_requires(a, w, attrs, fits) -> None:
+    pytest.importorskip("onnxruntime")
+    weight = numpy_helper.from_array(np.ones(w, np.float32), "w")
+    node = helper.make_node("Gemm", ["a", "w"], ["y"], name="gemm", **attrs)
+    model = _model([node], [_vi("a", a)], [weight])
+    assert _ort_outcome(model) == ("runs" if fits else "fails")
+    errors = [f for f in _findings(model) if f.severity is Severity.ERROR]
+    assert [f.node for f in errors] == ([] if fits else ["gemm"]), [f.reason for f in errors]
+
+
+def test_a_gemm_ties_a_symbolic_inner_dim_to_its_weight() -> None:
+    weight = numpy_helper.from_array(np.ones((5, 16), np.float32), "w")
+    node = helper.make_node("Gemm", ["a", "w"], ["y"], name="gemm", transB=1)
+    graph = read_onnx(_model([node], [_vi("a", ["N", "K"])], [weight]))
+    domain = check_graph(graph).domain
+    assert domain.dim("K").sizes == ((16, 16),) and domain.dim("N").text == "any"

@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import bcast
+
 ort = pytest.importorskip("onnxruntime")
 
 SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "sweep"
@@ -171,3 +173,27 @@ def test_the_padded_mutant_runs_where_isl_says_as_onnxruntime_does() -> None:
                      "--dim", "W=40", "--dim", "N=1")  # fmt: skip
     assert checked.returncode == 1 and "fails at H=52" in checked.stdout, checked.stdout
     assert "/Reshape_2 (Reshape)" in checked.stdout
+
+
+def test_a_classifier_s_gemm_ties_h_and_w_to_its_weight_as_onnxruntime_runs() -> None:
+    """Flatten then Linear: the Gemm's K, 4*h*w of the pooled map, must be the weight's 256."""
+    done = _bcast("domain", str(SWEEP / "classifier.onnx"), "--json")
+    assert done.returncode == 0, done.stderr
+    domain = json.loads(done.stdout)["domain"]
+    assert not domain.get("undecided")
+    (tie,) = domain["relations"]
+    assert tie["imposed_by"][0]["node"] == "/fc/Gemm" and tie["decided_as_set"]
+    boxes = [((h0, h1), (w0, w1)) for (h0, h1), ((w0, w1),) in tie["boxes"]]
+    assert ((31, 34), (31, 34)) in boxes and len(boxes) == 7
+
+    def inside(h: int, w: int) -> bool:
+        return any(a <= h <= b and c <= w <= d for (a, b), (c, d) in boxes)
+
+    report = bcast.check(SWEEP / "classifier.onnx")
+    for (h0, h1), (w0, w1) in boxes:  # each corner, and one past it on each side
+        for h, w in [(h0, w0), (h1, w1), (h0 - 1, w0), (h1 + 1, w1), (h0, w0 - 1), (h1, w1 + 1)]:
+            if h < 3 or w < 3:  # a pool window past its input: onnxruntime runs it (see
+                continue  # docs/peer-differences.md), OpenVINO and the ONNX text do not
+            runs = _runs("classifier.onnx", h, w)
+            assert runs is inside(h, w), (h, w)
+            assert (report.domain.first_failure({"N": 1, "H": h, "W": w}) is None) is runs, (h, w)

@@ -18,6 +18,9 @@ as most tutorials show.
   F.pad's reversal of pairs by Reshape, Slice and Transpose). bcast left that Pad's output
   unknown ("its pads not known as constants") and decided nothing past it; it runs for
   every size. ``swin_padded_mutant.onnx`` pads to a multiple of 3 and cuts 4x4 windows.
+- ``classifier.onnx``: Conv, max pool, flatten, Linear (a Gemm): the Gemm's inner dim is
+  ``4*h*w`` of the pooled map and must be the weight's 256. bcast did not compare a Gemm's
+  inner dims at all (it said ``H any``; a Gemm of K 36 against 16 was "no findings").
 
 Usage (from the repository root, with torch installed):
 
@@ -128,6 +131,17 @@ class PaddedSwin(Swin):
         return y.reshape(b, hp, wp, c)[:, :h, :w, :].mean((1, 2))
 
 
+class Classifier(nn.Module):
+    """A LeNet-style head: Conv, pool, flatten, Linear: the Gemm's K is 4*h*w of the map."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c, self.fc = nn.Conv2d(3, 4, 3, 2, 1), nn.Linear(4 * 8 * 8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(F.max_pool2d(F.relu(self.c(x)), 2), 1))
+
+
 def main() -> None:
     torch.manual_seed(0)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -140,9 +154,13 @@ def main() -> None:
         "swin.onnx": Swin(),
         "swin_padded.onnx": PaddedSwin(),
         "swin_padded_mutant.onnx": PaddedSwin(pad_to=3),
+        "classifier.onnx": Classifier(),
     }
     for name, model in models.items():
-        size = 48 if name.startswith("swin_padded") else 64  # where the mutant runs too
+        # where the mutant runs too; the classifier's Linear takes the map of a 32 x 32 input
+        size = {"swin_padded": 48, "classifier": 32}.get(
+            name.split(".")[0].removesuffix("_mutant"), 64
+        )
         torch.onnx.export(
             model.eval(),
             (torch.rand(1, 3, size, size),),

@@ -75,10 +75,11 @@ def domain(
 ) -> None:
     """Say for which sizes of its input dims a model runs, and which node imposes each part.
 
-    Every condition that shape propagation finds (broadcasts of every mode, MatMul inner
-    and batch dims, Concat's other axes, Reshape element counts against constant targets)
-    is solved into sizes per input dim and relations between dims. Also printed: the
-    torch.export Dim lines and the OpenVINO model.reshape partial shapes that say it.
+    Every condition that shape propagation finds (broadcasts of every mode, MatMul and Gemm
+    inner dims, MatMul batch dims, Concat's other axes, Reshape element counts against
+    constant targets) is solved into sizes per input dim and relations between dims. Also
+    printed: the torch.export Dim lines and the OpenVINO model.reshape partial shapes that
+    say it.
 
     With --dim values, says whether that point is inside the domain and, when it is not,
     the first node that fails there. --dim NAME=LO..HI (or LO..) asks the same of every

@@ -324,7 +324,7 @@ def _walk(
         for index, name in enumerate(node.outputs):
             if name:
                 values[name] = outputs[index] if index < len(outputs) else Shape.dynamic()
-        if own and collect is not None:  # MatMul, Concat, Reshape, Gather, Conv
+        if (own or node.op == "Gemm") and collect is not None:  # MatMul, Gemm, Concat, Conv
             if producers is None:
                 producers = {o: n for n in graph.nodes for o in n.outputs if o}
             collect_other(node, graph, values, collect, producers)

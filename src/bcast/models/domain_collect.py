@@ -34,6 +34,8 @@ from bcast.models.graph import Graph, Node
 __all__ = ["NOT_COLLECTED", "OUTPUT_SIZED", "Record", "collect_other", "einsum_labels"]
 
 
+_MULTIPLIED: Final = frozenset({"MatMul", "Gemm"})  # A's K against B's K
+
 NOT_COLLECTED: Final = (
     "If/Loop/Scan bodies (they run for some data only)",
     "Pad's pads computed in the graph that may be negative or that a mirror must fit",
@@ -54,12 +56,12 @@ def collect_other(
 ) -> None:
     """Record what a non-broadcasting node requires of the dims it carries.
 
-    MatMul's inner dims must be equal and its batch dims broadcast; Concat's inputs agree on
-    every axis but its own; a Reshape's element count matches its target, constant or
-    computed in the graph (its output shape then holds symbols); a Gather of a ``Range`` of
-    positions stays inside the table (``producers`` maps values to the nodes making them); a
-    Conv's or pooling's window fits its input (each spatial output dim at least 1).
-    An IR MatMul's ``transpose_a/b`` swap its operands' last two dims first.
+    MatMul's and Gemm's inner dims must be equal and MatMul's batch dims broadcast; Concat's
+    inputs agree on every axis but its own; a Reshape's element count matches its target,
+    constant or computed in the graph (its output shape then holds symbols); a Gather of a
+    ``Range`` of positions stays inside the table (``producers`` maps values to the nodes
+    making them); a Conv's or pooling's window fits its input (each spatial output dim at
+    least 1). An IR MatMul's ``transpose_a/b`` swap its operands' last two dims first.
     Call it once the node's outputs are in ``values``.
 
     Examples
@@ -77,11 +79,11 @@ def collect_other(
     ]
     if any(s.rank is None for name, s in zip(node.inputs, inputs, strict=True) if name):
         return  # an optional input left out (Pad-18's constant_value "") is no unknown
-    if node.op == "MatMul" and len(inputs) == 2 and inputs[0].rank and inputs[1].rank:
+    if node.op in _MULTIPLIED and len(inputs) >= 2 and inputs[0].rank and inputs[1].rank:
         a, b = _transposed(inputs[0].dims, node.trans_a), _transposed(inputs[1].dims, node.trans_b)
         inner = b[-2] if len(b) >= 2 else b[0]
         _record(node, graph, [Shape((a[-1],)), Shape((inner,))], Mode.NONE, records, ["A", "B"])
-        if len(a) > 2 or len(b) > 2:
+        if node.op == "MatMul" and (len(a) > 2 or len(b) > 2):
             batch = [Shape(a[:-2]), Shape(b[:-2] if len(b) >= 2 else ())]
             _record(node, graph, batch, Mode.NUMPY, records, ["A", "B"])
     elif node.op == "Einsum" and node.attrs:
