@@ -197,3 +197,31 @@ def test_a_classifier_s_gemm_ties_h_and_w_to_its_weight_as_onnxruntime_runs() ->
             runs = _runs("classifier.onnx", h, w)
             assert runs is inside(h, w), (h, w)
             assert (report.domain.first_failure({"N": 1, "H": h, "W": w}) is None) is runs, (h, w)
+
+
+def test_a_dynamo_export_s_claimed_batch_of_1_gives_way_to_what_the_inputs_give() -> None:
+    """nn.MultiheadAttention by torch.export: its value_info claims a batch of 1 inside."""
+    import onnx
+
+    model = onnx.load(str(SWEEP / "crossattn_dynamo.onnx"))
+    claimed = {v.name: v for v in model.graph.value_info}["view_1"]
+    assert [d.dim_value for d in claimed.type.tensor_type.shape.dim][1:] == [1, 2, 16]
+    report = bcast.check(SWEEP / "crossattn_dynamo.onnx")
+    assert not report.findings and not report.domain.undecided
+    batch, h, w = (d.name for d in report.domain.dims)
+    assert report.domain.dim(batch).text == "any"
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    session = ort.InferenceSession(
+        str(SWEEP / "crossattn_dynamo.onnx"), options, providers=["CPUExecutionProvider"]
+    )
+    for n, rows, cols in [(1, 16, 16), (2, 16, 16), (3, 13, 21), (2, 4, 4), (2, 3, 16)]:
+        x = np.random.default_rng(0).random((n, 3, rows, cols), dtype=np.float32)
+        try:
+            session.run(None, {"x": x})
+            runs = True
+        except Exception:  # onnxruntime's own failure at that size
+            runs = False
+        assert runs is (rows >= 4), (n, rows, cols)
+        failed = report.domain.first_failure({batch: n, h: rows, w: cols})
+        assert (failed is None) is runs, (n, rows, cols, failed)

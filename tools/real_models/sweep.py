@@ -18,11 +18,17 @@ as most tutorials show.
   F.pad's reversal of pairs by Reshape, Slice and Transpose). bcast left that Pad's output
   unknown ("its pads not known as constants") and decided nothing past it; it runs for
   every size. ``swin_padded_mutant.onnx`` pads to a multiple of 3 and cuts 4x4 windows.
+- ``crossattn_dynamo.onnx`` (torch.export, ``Dim.AUTO``; onnxscript as pinned in
+  requirements-deployed.txt): learned queries cross-attend CNN tokens through
+  ``nn.MultiheadAttention``. The exporter's ``value_info`` claims the key projection
+  ``[T, 1, 32]`` and its Reshape ``[T, 1, 2, 16]`` (a batch of 1), where ONNX's inference
+  cannot size them; bcast took the claims and said the batch must be 1. onnxruntime runs
+  any batch; bcast now sizes those values from the inputs where its rules can.
 - ``classifier.onnx``: Conv, max pool, flatten, Linear (a Gemm): the Gemm's inner dim is
   ``4*h*w`` of the pooled map and must be the weight's 256. bcast did not compare a Gemm's
   inner dims at all (it said ``H any``; a Gemm of K 36 against 16 was "no findings").
 
-Usage (from the repository root, with torch installed):
+Usage (from the repository root, with torch and onnxscript installed):
 
     python tools/real_models/sweep.py
 """
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import onnx
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -142,6 +149,38 @@ class Classifier(nn.Module):
         return self.fc(torch.flatten(F.max_pool2d(F.relu(self.c(x)), 2), 1))
 
 
+class CrossAttention(nn.Module):
+    """CNN tokens cross-attended by learned queries through ``nn.MultiheadAttention``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = nn.Conv2d(3, 16, 4, 4)
+        self.q = nn.Parameter(torch.randn(1, 5, 16))
+        self.a = nn.MultiheadAttention(16, 2, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.c(x).flatten(2).transpose(1, 2)
+        return self.a(self.q.expand(t.shape[0], -1, -1), t, t)[0]
+
+
+def dynamo() -> None:
+    """Write the torch.export (dynamo) fixtures: they need onnxscript (requirements-deployed)."""
+    torch.manual_seed(0)
+    auto = torch.export.Dim.AUTO
+    torch.onnx.export(
+        CrossAttention().eval(),
+        (torch.rand(1, 3, 16, 16),),
+        str(OUT / "crossattn_dynamo.onnx"),
+        input_names=["x"],
+        dynamic_shapes={"x": {0: auto, 2: auto, 3: auto}},
+        dynamo=True,
+    )
+    path = OUT / "crossattn_dynamo.onnx"
+    onnx.save(onnx.load(str(path)), str(path))  # one file: the weights inside, as committed
+    (OUT / "crossattn_dynamo.onnx.data").unlink(missing_ok=True)
+    print(f"wrote {path}")
+
+
 def main() -> None:
     torch.manual_seed(0)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -175,3 +214,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    dynamo()

@@ -51,7 +51,7 @@ def infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, str
 
 
 def infer_with_claims(
-    model: onnx.ModelProto, known: Set[str] = frozenset()
+    model: onnx.ModelProto, known: Set[str] = frozenset(), taken: set[str] | None = None
 ) -> tuple[onnx.ModelProto | None, dict[str, str]]:
     """Run `_infer` on the weights' facts, keeping what only the file's claims know.
 
@@ -61,7 +61,8 @@ def infer_with_claims(
     claims too (a KV cache's ``present`` declared ``total`` long, which onnxruntime does not
     hold the run to): ONNX would type the value and what follows by them. Where the claims
     know more (symbols, an exporter's expressions), they are merged in afterwards: a claim
-    never overrides a static fact.
+    never overrides a fact. ``taken`` receives the names of the values a claim gave a dim
+    the facts leave unknown (bcast's own rules may size them from the inputs).
     """
     everything = list(model.graph.value_info)
     claims = [v for v in everything if v.name not in known]
@@ -92,28 +93,43 @@ def infer_with_claims(
         fact = derived.get(claim.name)
         if fact is None:
             facts.graph.value_info.append(claim)
+            filled = claim.type.tensor_type.HasField("shape")
         else:
-            _merge_claim(fact.type.tensor_type, claim.type.tensor_type)
+            filled = _merge_claim(fact.type.tensor_type, claim.type.tensor_type)
+        if filled and taken is not None:
+            taken.add(claim.name)
     return facts, probes
 
 
-def _merge_claim(fact: onnx.TypeProto.Tensor, claim: onnx.TypeProto.Tensor) -> None:
-    """Fill the dims the facts leave unknown from the claim's (as `merge_claims` does)."""
+def _merge_claim(fact: onnx.TypeProto.Tensor, claim: onnx.TypeProto.Tensor) -> bool:
+    """Fill the dims the facts leave unknown from the claim's (as `merge_claims` does).
+
+    A fact is a static dim or a symbol the inference carried from the inputs: a claim
+    overrides neither (a dynamo export claims ``[T, 1, 32]`` for a projection whose batch
+    the inputs give as ``s77``, and onnxruntime runs it at any batch). True where the
+    claim gave a dim.
+    """
     if not fact.elem_type:
         fact.elem_type = claim.elem_type
     if not claim.HasField("shape"):
-        return
+        return False
     if not fact.HasField("shape") or len(fact.shape.dim) != len(claim.shape.dim):
         if not fact.HasField("shape"):
             fact.shape.CopyFrom(claim.shape)
-        return
+            return True
+        return False
+    filled = False
     for mine, theirs in zip(fact.shape.dim, claim.shape.dim, strict=True):
-        if mine.HasField("dim_value"):
-            continue  # a static fact: a claim never overrides it
+        if mine.HasField("dim_value") or (
+            mine.HasField("dim_param") and not invented(mine.dim_param)
+        ):
+            continue  # a fact: a claim never overrides it
         if theirs.HasField("dim_value") or (
             theirs.HasField("dim_param") and not invented(theirs.dim_param)
         ):
             mine.CopyFrom(theirs)
+            filled = True
+    return filled
 
 
 def _add_probes(graph: onnx.GraphProto, probes: dict[str, str], counter: Iterator[int]) -> bool:

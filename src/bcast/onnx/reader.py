@@ -150,10 +150,12 @@ class _Reader:
         derived: dict[str, Shape] = {}  # what bcast's own rules sized, round by round
         try:
             for round_ in range(_REFINE_ROUNDS + 1):
-                inferred, probes = infer_with_claims(self.model, seeded)
+                taken: set[str] = set()  # values a claim sized, where the facts could not
+                inferred, probes = infer_with_claims(self.model, seeded, taken)
                 peer = inferred.graph if inferred is not None else None
                 graph = self.graph(main, peer, probes, opsets, _Scope(), 0)
-                better = better_shapes(main, graph, refine=round_ < _REFINE_ROUNDS)
+                refine = round_ < _REFINE_ROUNDS
+                better = better_shapes(main, graph, refine=refine, claimed=taken)
                 if all(derived.get(name) == shape for name, shape in better.items()):
                     break  # nothing new (a ConvNeXt's stages take a round each): done
                 # ONNX's inference goes on from what bcast knows (see bcast.onnx.refine).

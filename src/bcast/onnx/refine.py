@@ -65,7 +65,9 @@ def _anything_unknown(graph: Graph) -> bool:
     )
 
 
-def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict[str, Shape]:
+def better_shapes(
+    proto: onnx.GraphProto, graph: Graph, *, refine: bool, claimed: Set[str] = frozenset()
+) -> dict[str, Shape]:
     """Return the values whose shapes bcast knows better than ONNX's inference said.
 
     ``graph`` is the main graph as read with the peer's shapes. First the small shape
@@ -74,9 +76,11 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
     propagated once more (`propagate_shapes`), the broadcasting nodes with bcast's own
     rules and the operators ONNX's inference leaves unknown with `own_shapes` (Conv and
     pooling windows, Concat sums, Reshape's ``-1``, ``ai.onnx.ml``...), each from what
-    the nodes before it gave, so that a chain of them is sized in one pass.
+    the nodes before it gave, so that a chain of them is sized in one pass. ``claimed``:
+    the values the exporter's claims sized where ONNX's inference could not; bcast's rules
+    size them again from the inputs (`_derived_over_claim`).
     """
-    unknown = _anything_unknown(graph) or _free_claims(proto, graph)
+    unknown = _anything_unknown(graph) or _free_claims(proto, graph) or bool(claimed)
     if not unknown and not any(n.op_type == "Shape" for n in proto.node):
         return {}  # ONNX's inference knew every shape: nothing to refine, nothing to evaluate
     try:
@@ -97,12 +101,12 @@ def better_shapes(proto: onnx.GraphProto, graph: Graph, *, refine: bool) -> dict
     if not refine or not unknown:  # the values of shapes are kept (index bounds read them)
         return {}
     declared = {v.name for v in proto.output}  # a graph output's dims are the file's claim
-    claimed = graph.nodes
-    graph.nodes = [_unclaimed(n, declared, graph.expressions) for n in claimed]
+    claims = graph.nodes
+    graph.nodes = [_unclaimed(n, declared, graph.expressions) for n in claims]
     try:
-        return _refined(proto, graph, declared, claimed)
+        return _refined(proto, graph, declared, claims, claimed)
     finally:
-        graph.nodes = claimed
+        graph.nodes = claims
 
 
 def _free_claims(proto: onnx.GraphProto, graph: Graph) -> bool:
@@ -139,9 +143,12 @@ def _refined(
     proto: onnx.GraphProto,
     graph: Graph,
     declared: Set[str],
-    claimed: Sequence[Node],
+    nodes: Sequence[Node],
+    claimed: Set[str],
 ) -> dict[str, Shape]:
-    """Propagate with `own_shapes` (see `better_shapes`); ``claimed``: the nodes as read.
+    """Propagate with `own_shapes` (see `better_shapes`); ``nodes``: the nodes as read.
+
+    ``claimed``: the values an exporter's claim sized (`better_shapes`).
 
     The small tensors a node reads (a Reshape's target) are evaluated when the walk reaches
     it, from the shapes sized before it (`LiveValues`), which the walk does not change
@@ -167,21 +174,24 @@ def _refined(
         live.follow(values)
         derived = own_shapes(node_proto, inputs, graph, live, floats)
         for name, shape in zip(node_proto.output, derived or (), strict=False):
-            if name in declared and shape is not None:
+            if shape is not None:
                 computed[name] = shape  # before the walk merges it with the claim
         return derived
 
     values = propagate_shapes(graph, derive=derive)
     symbols = input_symbols(graph)
     found: dict[str, Shape] = {}
-    for node in claimed:
+    for node in nodes:
         for index, name in enumerate(node.outputs):
             shape = values.get(name) if name else None
             if shape is None:
                 continue
             old = node.output_shapes[index] if index < len(node.output_shapes) else None
             if name in computed and old is not None:
-                over = _computed_over_claim(computed[name], old, graph, symbols)
+                if name in declared:
+                    over = _computed_over_claim(computed[name], old, graph, symbols)
+                else:
+                    over = _derived_over_claim(computed[name], old) if name in claimed else old
                 if over != old:
                     found[name] = over
                     continue
@@ -216,6 +226,29 @@ def _computed_over_claim(
         or (free_symbol(theirs, inputs, graph) and (mine.is_static or mine.name in inputs))
         else theirs
         for mine, theirs in zip(ours.dims, claimed.dims, strict=True)
+    )
+
+
+def _derived_over_claim(ours: Shape, theirs: Shape) -> Shape:
+    """Put the dims bcast's rules derived from the inputs over another symbol of the reader's.
+
+    Where ONNX's inference cannot size a value, the reader takes the exporter's claim (its
+    ``value_info``); bcast's own rules (`own_shapes`) may then size it from the inputs. A
+    symbol of the claim that differs from the derived dim is the claim's word against the
+    computation: a dynamo export of ``nn.MultiheadAttention`` claims a Reshape of
+    ``[T, s77, 32]`` to ``[-1, 1, 2, 16]`` is ``[T, 1, 2, 16]``, where it holds ``T*s77``
+    rows (onnxruntime runs it at any batch). A static dim is kept (ONNX's, from the weights).
+
+    >>> str(_derived_over_claim(Shape.parse("[Ts,1,2,16]"), Shape.parse("[T,1,2,16]")))
+    '[Ts,1,2,16]'
+    >>> str(_derived_over_claim(Shape.parse("[s,?]"), Shape.parse("[1,n]")))
+    '[1,n]'
+    """
+    if ours.rank is None or ours.rank != theirs.rank:
+        return theirs
+    return Shape(
+        mine if informative(mine) and not theirs.is_static and mine != theirs else theirs
+        for mine, theirs in zip(ours.dims, theirs.dims, strict=True)
     )
 
 
