@@ -11,6 +11,8 @@ range ``bcast domain`` prints, and ``check --dim`` must say the same as the run.
 - swin_padded: Hugging Face Swin's pad to a multiple of the window first, the pads computed
   from the shape (Mod, Sub, and F.pad's Reshape, Slice, Transpose); its mutant pads to a
   multiple of 3 and cuts 4x4 windows.
+- classifier: flatten then Linear: the Gemm's inner dim ties H and W to the weight.
+- crossattn_dynamo (torch.export): value_info claims a batch of 1 that the inputs do not.
 """
 
 from __future__ import annotations
