@@ -134,3 +134,35 @@ def test_a_conv_window_that_leaves_nothing_runs_empty_in_openvino_only(tmp_path)
         ov.Core().compile_model(path, "CPU")(np.ones((1, 4, 1), np.float32))
     (t,) = [d for d in bcast.check(path).domain.dims if d.sizes != ()]
     assert t.sizes == ((3, None),)
+
+
+def test_a_convolution_output_that_broadcasts_in_an_add_fails_in_openvino(tmp_path) -> None:
+    # A U-Net skip: conv 1x1 of x, added to the 2x upsampled stride-2 conv of x. At H = 1
+    # the skip has 1 row against 2: NumPy's rule broadcasts it, and bcast says the model
+    # runs there; OpenVINO's CPU plugin fuses the Add into the Convolution and fails.
+    ov = pytest.importorskip("openvino")
+    import openvino.opset11 as o11
+
+    x = o11.parameter([1, 3, -1, -1], np.float32, name="x")
+    skip = o11.convolution(x, o11.constant(np.ones((8, 3, 1, 1), np.float32)), [1, 1], [0, 0],
+                           [0, 0], [1, 1])  # fmt: skip
+    down = o11.convolution(x, o11.constant(np.ones((8, 3, 3, 3), np.float32)), [2, 2], [1, 1],
+                           [1, 1], [1, 1])  # fmt: skip
+    scales = o11.constant(np.array([2.0, 2.0], np.float32))
+    axes = o11.constant(np.array([2, 3], np.int64))
+    up = o11.interpolate(down, scales, "nearest", "scales", axes=axes)
+    path = str(tmp_path / "skip.xml")
+    ov.save_model(ov.Model([o11.add(up, skip)], [x], "m"), path)
+    np.broadcast_shapes((1, 8, 2, 4), (1, 8, 1, 4))  # the spec's rule: it broadcasts
+
+    def runs(h: int) -> bool:
+        try:
+            ov.Core().compile_model(path, "CPU")(np.ones((1, 3, h, 4), np.float32))
+        except RuntimeError:
+            return False
+        return True
+
+    assert not runs(1) and runs(2) and not runs(3)
+    domain = bcast.check(path).domain
+    assert domain.first_failure({"x.2": 1, "x.3": 4}) is None  # the spec's answer
+    assert domain.first_failure({"x.2": 3, "x.3": 4}) is not None

@@ -582,3 +582,56 @@ def test_split_into_equal_parts_requires_a_multiple_as_onnxruntime_does() -> Non
     node = helper.make_node("Split", ["x"], ["y", "b", "c"], axis=2)
     model = _model([node], [1, 1, "H"], [1, 1, 1], opset=13)
     assert _agree(model, lambda h: (1, 1, h), range(1, 10)) == [3, 6, 9]
+
+
+# -- OpenVINO Interpolate on symbolic dims ---------------------------------------------------
+
+
+def _ir_interpolate(tmp_path: object, how: str) -> tuple[str, Any]:
+    """A pooled map upsampled back and added to its input (a U-Net skip), as an IR.
+
+    ``how``: Interpolate-11 by scales, -11 by sizes read from the input's shape, or -4 by
+    scales (its sizes input present but unused). Each run compiles afresh.
+    """
+    ov = pytest.importorskip("openvino")
+    from openvino.utils.node_factory import NodeFactory
+
+    o11, o4 = ov.opset11, ov.opset4
+    x = o11.parameter([1, 2, -1, -1], np.float32, name="x")
+    pooled = o11.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2])
+    axes = o11.constant(np.array([2, 3], np.int64))
+    if how == "scales":
+        scales = o11.constant(np.array([2.0, 2.0], np.float32))
+        up = o11.interpolate(pooled.output(0), scales, "nearest", "scales", axes=axes)
+    elif how == "sizes":
+        hw = o11.gather(o11.shape_of(x), o11.constant(np.array([2, 3], np.int64)), 0)
+        up = o11.interpolate(pooled.output(0), hw, "nearest", "sizes", axes=axes)
+    else:
+        attrs = {"mode": "nearest", "shape_calculation_mode": "scales",
+                 "coordinate_transformation_mode": "asymmetric"}  # fmt: skip
+        sizes = o4.constant(np.array([1, 1], np.int64))
+        scales = o4.constant(np.array([2.0, 2.0], np.float32))
+        up = NodeFactory("opset4").create("Interpolate", [pooled.output(0), sizes, scales, axes],
+                                          attrs)  # fmt: skip
+    path = str(tmp_path / f"{how}.xml")  # type: ignore[operator]
+    ov.save_model(ov.Model([o11.add(up, x)], [x], "m"), path)
+
+    def runs(h: int) -> bool:
+        try:
+            ov.Core().compile_model(path, "CPU")(np.ones((1, 2, h, 6), np.float32))
+        except RuntimeError:  # OpenVINO's refusal
+            return False
+        return True
+
+    return path, runs
+
+
+@pytest.mark.parametrize(("how", "sizes"), [("scales", [2, 4, 6, 8]), ("v4", [2, 4, 6, 8]),
+                                             ("sizes", [2, 3, 4, 5, 6, 7, 8, 9])])  # fmt: skip
+def test_an_ir_interpolate_is_sized_as_openvino_sizes_it(tmp_path, how, sizes) -> None:
+    # by scales: 2*(H//2) rows against H, equal only for even H (H = 1: the pool's window)
+    path, ir_runs = _ir_interpolate(tmp_path, how)
+    assert [h for h in range(1, 10) if ir_runs(h)] == sizes
+    report = bcast.check(path)
+    assert not report.domain.undecided, report.domain.undecided
+    assert [h for h in range(1, 10) if _accepted(path, {"x.2": h, "x.3": 6})] == sizes

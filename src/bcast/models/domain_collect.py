@@ -40,7 +40,7 @@ NOT_COLLECTED: Final = (
     "If/Loop/Scan bodies (they run for some data only)",
     "Pad's pads computed in the graph that may be negative or that a mirror must fit",
     "OpenVINO's rule that a pooling window rounding up fits the padded input",
-    "OpenVINO Interpolate and StridedSlice on symbolic dims",
+    "OpenVINO StridedSlice on symbolic dims, and Interpolate with pads or computed scales",
     "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",
     "index bounds of ScatterND, and of Gather and GatherND indices made otherwise than by "
     "Range, Add, Mul and Concat",

@@ -2,7 +2,8 @@
 
 The IR counterparts of `bcast.onnx.spatial_shapes`: ConvolutionBackpropData and its grouped
 form, pooling with ``rounding_type`` ``ceil`` and ``ceil_torch``, DepthToSpace, SpaceToDepth,
-Pad, Split, VariadicSplit, Tile and Range, from the OpenVINO opset specification and what
+Pad, Split, VariadicSplit, Tile, Range and Interpolate (`bcast.openvino.ir_interpolate`),
+from the OpenVINO opset specification and what
 OpenVINO infers (the tests hold each against it). OpenVINO's own inference gives such a
 layer of a symbolic input an interval (``1..``): the link to the input's dims is lost.
 """
@@ -18,6 +19,7 @@ from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.core.spatial import ceil_window_dim, range_length, transposed_window_dim
 from bcast.models import Node
+from bcast.openvino.ir_interpolate import interpolate
 
 __all__ = ["IR_SPATIAL", "ints", "ir_spatial"]
 
@@ -27,6 +29,7 @@ IR_SPATIAL: Final = frozenset(
     {
         "ConvolutionBackpropData", "GroupConvolutionBackpropData", "MaxPool", "AvgPool",
         "DepthToSpace", "SpaceToDepth", "Pad", "Split", "VariadicSplit", "Tile", "Range",
+        "Interpolate",
     }
 )  # fmt: skip
 """The layers `ir_spatial` sizes (pooling only where it rounds up)."""
@@ -92,6 +95,8 @@ def ir_spatial(
         return [_tile(x, ins[1], expressions)]
     if op == "Range" and len(ins) == 3:
         return [_range(ins, expressions)]
+    if op == "Interpolate":
+        return [interpolate(node, data, x, ins, expressions)]
     return None
 
 

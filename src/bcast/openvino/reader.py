@@ -30,6 +30,7 @@ from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity
 from bcast.models.domain_collect import einsum_labels
 from bcast.models.files import model_file_size, read_model_file
 from bcast.models.isolation import run_isolated
+from bcast.openvino.ir_interpolate import with_scales
 from bcast.openvino.ir_shapes import refine_ir
 
 __all__ = ["AXIS_KEY", "ELEMENTWISE_AXIS_KEY", "ELEMENTWISE_OPS", "layer_details", "read_ir"]
@@ -149,7 +150,7 @@ def read_ir(path: str | os.PathLike[str]) -> Graph:
         if layer.nested:
             why = f"its bodies ({layer.nested} layers) are not read: their broadcasts are unchecked"
             graph.nodes[index] = replace(graph.nodes[index], unmodelled=why)
-    refine_ir(graph, {layer.name: layer.data for layer in layers})
+    refine_ir(graph, with_scales(graph.nodes, {la.name: la.data for la in layers}, xml_path))
     return graph
 
 
