@@ -1,9 +1,12 @@
-"""``bcast check --target onnxruntime``: its dilated SAME windows, held against onnxruntime.
+"""Windows where onnxruntime and OpenVINO depart from the ONNX text, held against both.
 
-onnxruntime 1.32 (CPU) refuses a Conv whose ``auto_pad`` is SAME_UPPER or SAME_LOWER with a
-dilation other than 1 (PyTorch's ``padding="same"`` with a dilation exports exactly that),
-and sizes the pools of such windows smaller than the ONNX text's ``ceil(input / stride)``.
-Each case is run in onnxruntime here; the warning must appear exactly where it departs.
+``bcast check --target onnxruntime`` warns where onnxruntime 1.32 (CPU) refuses a Conv whose
+``auto_pad`` is SAME_UPPER or SAME_LOWER with a dilation other than 1 (PyTorch's
+``padding="same"`` with a dilation exports exactly that), and where it sizes the pools of
+such windows smaller than the ONNX text's ``ceil(input / stride)``. The other tests pin
+bcast's choice where the runtimes disagree on a window larger than its input, a window that
+leaves nothing, and a skip the OpenVINO CPU plugin fuses (docs/peer-differences.md). Each
+case is run in the runtimes here.
 """
 
 from __future__ import annotations
