@@ -1408,3 +1408,27 @@ def test_a_gemm_ties_a_symbolic_inner_dim_to_its_weight() -> None:
     graph = read_onnx(_model([node], [_vi("a", ["N", "K"])], [weight]))
     domain = check_graph(graph).domain
     assert domain.dim("K").sizes == ((16, 16),) and domain.dim("N").text == "any"
+
+
+def test_a_matmul_batch_from_an_expand_of_unknown_target_is_not_decided() -> None:
+    # Expand(q [1,5,16], Concat(k, [5, 16])): k is data, so the batch is unknown; the
+    # MatMul against x [N,16,8] compares it with N (onnxruntime fails at k = 3, N = 2). The
+    # domain must name the Expand and the MatMul, not say "N any" as if it had decided.
+    import onnxruntime as ort
+
+    q = numpy_helper.from_array(np.ones((1, 5, 16), np.float32), "q")
+    rest = numpy_helper.from_array(np.array([5, 16], np.int64), "rest")
+    nodes = [
+        helper.make_node("Concat", ["k", "rest"], ["target"], axis=0),
+        helper.make_node("Expand", ["q", "target"], ["queries"], name="expand"),
+        helper.make_node("MatMul", ["queries", "x"], ["y"], name="mm"),
+    ]
+    inputs = [_vi("x", ["N", 16, 8]), _vi("k", [1], TensorProto.INT64)]
+    model = _model(nodes, inputs, [q, rest])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.ones((2, 16, 8), np.float32)
+    with pytest.raises(Exception, match=r"MatMul|broadcast"):
+        session.run(None, {"x": x, "k": np.array([3], np.int64)})
+    session.run(None, {"x": x, "k": np.array([2], np.int64)})
+    undecided = check_graph(read_onnx(model)).domain.undecided
+    assert [(u.node, u.op) for u in undecided] == [("expand", "Expand"), ("mm", "MatMul")]

@@ -328,6 +328,8 @@ def _walk(
             if producers is None:
                 producers = {o: n for n in graph.nodes for o in n.outputs if o}
             collect_other(node, graph, values, collect, producers)
+        if own and node.op in ("MatMul", "Concat"):  # what they compare may have been lost
+            findings.extend(lost_operands(node, values, graph, undecided, quiet=quiet))
         nested.extend(node.subgraphs)
         if ticks is not None:
             next(ticks, None)

@@ -23,6 +23,7 @@ from bcast.models.graph import Finding, Graph, Node, Rule, Severity
 
 __all__ = [
     "RUN_TIME",
+    "compared",
     "free_claims",
     "free_symbol",
     "input_symbols",
@@ -189,7 +190,10 @@ def mark_lost(
         lost = (
             not node.unmodelled
             and any(node.inputs)  # an IR Parameter's dims are the user's
-            and (node.rule is None or (node.rule is Rule.OPERATOR and node.domain in _ONNX))
+            and (
+                node.rule in (None, Rule.EXPAND, Rule.BROADCAST)  # a target computed
+                or (node.rule is Rule.OPERATOR and node.domain in _ONNX)
+            )
             and all(_known(values.get(i)) for i in node.inputs if i)
             and any(n and not _known(values.get(n)) for n in node.outputs)
         )
@@ -221,10 +225,12 @@ def lost_operands(
     >>> [f.reason for f in lost_operands(add, values, g, None)]
     ['not decided beyond node nz (NonZero: decided at run time): i [2,?] is compared at axis 1']
     """
-    if quiet or node.rule in (None, Rule.OPERATOR):  # quiet: shapes propagated, no findings
+    if quiet:  # shapes propagated, no findings
         return []
     found: list[Finding] = []
-    operands = [(i, values.get(i)) for i in node.inputs if i]
+    operands = compared(node, values)
+    if operands is None:
+        return found
     if all(s is None or s.rank is None or _known(s) for _, s in operands):
         return found
     producers = {o: n for n in graph.nodes for o in n.outputs if o}
@@ -251,6 +257,35 @@ def lost_operands(
             lost = f"compares {name} {shape}, not decided beyond node {origin.name} ({origin.op})"
             undecided.append(Imposed(node.name, node.op, axis, lost))
     return found
+
+
+def compared(node: Node, values: Mapping[str, Shape]) -> list[tuple[str, Shape | None]] | None:
+    """Return the operands whose dims ``node`` compares (None: it compares none).
+
+    A broadcast's operands whole; a MatMul's or Gemm's inner and batch dims (an operand
+    cut to them: its rows and columns are compared with nothing); a Concat's operands
+    (their concatenated axis is compared with nothing, but kept: what is lost past it is
+    lost all the same).
+
+    >>> mm = Node("mm", "MatMul", ("a", "b"), ("y",))
+    >>> [str(s) for _, s in compared(mm, {"a": Shape.parse("[?,5,8]"), "b": Shape((8, 3))})]
+    ['[?,8]', '[8]']
+    """
+    if node.op in ("MatMul", "Gemm") and node.rule in (None, Rule.GEMM):
+        a, b = (values.get(i) if i else None for i in (*node.inputs[:2], "", "")[:2])
+        if a is None or b is None or a.rank is None or b.rank is None or not a.rank or not b.rank:
+            return None
+        ka = a.dims[-2] if node.trans_a and a.rank >= 2 else a.dims[-1]
+        kb = b.dims[-1] if node.trans_b and b.rank >= 2 else b.dims[-2 if b.rank >= 2 else -1]
+        bias = [(c, values.get(c)) for c in node.inputs[2:3] if c]  # Gemm's C: (M, N)
+        return [
+            (node.inputs[0], Shape((*a.dims[:-2], ka))),
+            (node.inputs[1], Shape((*b.dims[:-2], kb))),
+            *bias,
+        ]
+    if node.op == "Concat" or node.rule not in (None, Rule.OPERATOR):
+        return [(i, values.get(i)) for i in node.inputs if i]
+    return None
 
 
 def _origin(name: str, values: Mapping[str, Shape], producers: Mapping[str, Node]) -> Node | None:
