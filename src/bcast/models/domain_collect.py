@@ -41,7 +41,8 @@ NOT_COLLECTED: Final = (
     "Pad's pads computed in the graph that may be negative or that a mirror must fit",
     "OpenVINO's rule that a pooling window rounding up fits the padded input",
     "OpenVINO StridedSlice on symbolic dims, and Interpolate with pads or computed scales",
-    "IR Reshape targets computed by operators other than ShapeOf, Gather, Concat",
+    "IR Reshape targets, Slice ends and Pad amounts computed by other operators than "
+    "ShapeOf, Gather, Concat, element-wise arithmetic, Slice, Transpose and Split",
     "index bounds of ScatterND, and of Gather and GatherND indices made otherwise than by "
     "Range, Add, Mul and Concat",
 )

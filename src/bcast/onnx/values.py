@@ -10,127 +10,34 @@ unknown value, which is never negative). Anything it cannot decide stays unknown
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
 import onnx
 
-from bcast.core.arithmetic import expr_of, expression_dim, floor_div, product, total
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
-from bcast.core.spatial import bounds, difference
+from bcast.core.shape_values import (
+    Element,
+    Value,
+    arith,
+    columns,
+    elementwise,
+    normal,
+    rows,
+    static,
+)
 from bcast.onnx.protos import DEFAULT_DOMAINS, attribute, small_values
 
 __all__ = ["LiveValues", "Value", "shape_tensor_values"]
 
-Element = int | Dim | bool
-Value = tuple[Element, ...]
-"""A 1-D (or 0-D, as one element) integer tensor: its elements."""
 
 _MAX_ELEMENTS: Final = 64
 
 
-def _static(e: Element) -> int | None:
-    if isinstance(e, bool):
-        return int(e)
-    if isinstance(e, int):
-        return e
-    return e.lo if e.is_static else None
-
-
-def _normal(e: Element) -> Element:
-    """Write a static Dim as its int."""
-    if isinstance(e, Dim) and e.is_static:
-        return e.lo
-    return e
-
-
-def _arith(
-    op: str, expressions: dict[str, Expr] | None = None
-) -> Callable[[Element, Element], Element | None]:
-    def apply(a: Element, b: Element) -> Element | None:
-        x, y = _static(a), _static(b)
-        if x is not None and y is not None:
-            if op == "Add":
-                return x + y
-            if op == "Sub":
-                return x - y
-            if op == "Mul":
-                return x * y
-            if op == "Mod":  # fmod=0: the sign of the divisor, as Python's %
-                return None if y == 0 else x % y
-            return None if y == 0 else math.trunc(x / y)
-        # A symbol times 1, plus 0: itself.
-        if op == "Mul" and (x == 1 or y == 1):
-            return b if x == 1 else a
-        if op in ("Add", "Sub") and y == 0:
-            return a
-        if expressions is not None and op in ("Add", "Mul"):  # h*w of two dims, h + 1
-            return _combined(op, a, b, expressions)
-        if expressions is not None and op in ("Mod", "Sub"):
-            return _signed(op, a, b, expressions)
-        if expressions is not None and op == "Div" and x is None and y is not None and y > 0:
-            # a dim over a positive size: a shape tensor is integers, and a dim is never
-            # negative, so ONNX's truncating Div is floor division (Swin's H//4 windows)
-            found = expr_of(a, expressions) if isinstance(a, Dim) else None
-            return None if found is None else expression_dim(floor_div(found, y), expressions)
-        return None
-
-    return apply
-
-
-def _combined(op: str, a: Element, b: Element, expressions: dict[str, Expr]) -> Dim | None:
-    """Write the sum or product of two dims (or a dim and a size) as a dim expression.
-
-    Dims are never negative, so the sum and the product of two are dims too: the
-    ``H*W`` of a ``Reshape(x, [b, c, H*W])`` target that exporters compute from ``Shape``.
-
-    >>> found = {}
-    >>> dim = _combined("Mul", Dim.symbol("h"), Dim.symbol("w"), found)
-    >>> str(found[dim.name])
-    'h*w'
-    """
-    parts = []
-    for e in (a, b):
-        if isinstance(e, bool) or (isinstance(e, int) and e < 0):
-            return None
-        parts.append(Expr("int", value=e) if isinstance(e, int) else expr_of(e, expressions))
-    if any(p is None for p in parts):
-        return None
-    known = [p for p in parts if p is not None]
-    return expression_dim(product(known) if op == "Mul" else total(known), expressions)
-
-
-def _signed(op: str, a: Element, b: Element, expressions: dict[str, Expr]) -> Dim | None:
-    """Write ``a % b`` (``b`` a size) or ``a - b`` as a dim, where it is never negative.
-
-    A pad to a multiple of 7 is ``(7 - h % 7) % 7``: TorchScript exports compute it from
-    ``Shape`` with Mod and Sub, and the Pad after it is then sized.
-
-    >>> found = {}
-    >>> rest = _signed("Mod", Dim.symbol("h"), 7, found)
-    >>> pad = _signed("Sub", 7, rest, found)
-    >>> str(found[pad.name]), _signed("Sub", Dim.symbol("h"), 1, found)
-    ('7 - h%7', None)
-    """
-    parts = [Expr("int", value=int(e)) if not isinstance(e, Dim) else expr_of(e, expressions)
-             for e in (a, b)]  # fmt: skip
-    left, right = parts
-    if left is None or right is None:
-        return None
-    if op == "Mod":
-        if right.op != "int" or right.value <= 0:
-            return None  # Python's % by a positive size is never negative
-        return expression_dim(Expr("%", (left, right)), expressions)
-    found = difference(left, right)
-    lowest = bounds(found)[0]
-    return None if lowest is None or lowest < 0 else expression_dim(found, expressions)
-
-
 def _equal(a: Element, b: Element) -> Element | None:
-    x, y = _static(a), _static(b)
+    x, y = static(a), static(b)
     if x is not None and y is not None:
         return x == y
     other = x if x is not None else y
@@ -139,26 +46,6 @@ def _equal(a: Element, b: Element) -> Element | None:
     if isinstance(a, Dim) and isinstance(b, Dim) and a.name is not None and a == b:
         return True
     return None
-
-
-def _broadcast(values: Sequence[Value]) -> list[Value] | None:
-    size = max(len(v) for v in values)
-    if any(len(v) not in (1, size) for v in values):
-        return None
-    return [v * size if len(v) == 1 else v for v in values]
-
-
-def _elementwise(values: Sequence[Value], fn: Callable[..., Element | None]) -> Value | None:
-    spread = _broadcast(values)
-    if spread is None:
-        return None
-    out = []
-    for items in zip(*spread, strict=True):
-        result = fn(*items)
-        if result is None:
-            return None
-        out.append(_normal(result))
-    return tuple(out)
 
 
 def _where(c: Element, a: Element, b: Element) -> Element | None:
@@ -324,12 +211,12 @@ def _evaluate(
             return None
         dims = shape.dims
         start, end = int(attribute(node, "start", 0)), attribute(node, "end", None)
-        return tuple(_normal(d) for d in dims[start : None if end is None else int(end)])
+        return tuple(normal(d) for d in dims[start : None if end is None else int(end)])
     if op == "ConstantOfShape":
         size = ins[0]
         tensor = attribute(node, "value", None)
         fill = _ints(tensor) if isinstance(tensor, onnx.TensorProto) else (0,)
-        count = _static(size[0]) if size is not None and len(size) == 1 else None
+        count = static(size[0]) if size is not None and len(size) == 1 else None
         if count is None or fill is None or not 0 <= count <= _MAX_ELEMENTS:
             return None  # a shape tensor is small: anything larger is not one
         return fill * count
@@ -346,34 +233,31 @@ def _evaluate(
         indices = ins[1] if len(ins) > 1 else None
         if indices is None or _rank(shapes, node.input[0]) > 1:
             return None
-        picked = [first[_static(i) or 0] for i in indices]
+        picked = [first[static(i) or 0] for i in indices]
         return tuple(picked)
     if op == "Slice":
-        rows = _rows(first, shapes.get(node.input[0]))
-        if rows is not None and len(node.input) > 3 and ins[3] in ((0,), (-2,)):
+        grid = rows(first, shapes.get(node.input[0]))
+        if grid is not None and len(node.input) > 3 and ins[3] in ((0,), (-2,)):
             # a 2-D value cut along its rows: F.pad's pads, reversed pair by pair
-            cut = _slice(tuple(range(len(rows))), [*ins[1:3], None, *ins[4:]], len(node.input))
-            return None if cut is None else tuple(e for i in cut for e in rows[int(i)])
+            cut = _slice(tuple(range(len(grid))), [*ins[1:3], None, *ins[4:]], len(node.input))
+            return None if cut is None else tuple(e for i in cut for e in grid[int(i)])
         if _rank(shapes, node.input[0]) > 1:
             return None  # cut as 1-D, a 2-D value would be scrambled
         return _slice(first, ins[1:], len(node.input))
-    if op == "Transpose":
-        rows = _rows(first, shapes.get(node.input[0]))
-        if rows is None or tuple(attribute(node, "perm", (1, 0))) != (1, 0):
-            return None
-        return tuple(row[k] for k in range(len(rows[0])) for row in rows)
+    if op == "Transpose" and tuple(attribute(node, "perm", (1, 0))) == (1, 0):
+        return columns(first, shapes.get(node.input[0]))
     if op in ("Add", "Sub", "Mul", "Div", "Mod"):
         if len(ins) < 2 or ins[1] is None or (op == "Mod" and attribute(node, "fmod", 0)):
             return None
-        return _elementwise([first, ins[1]], _arith(op, expressions))
+        return elementwise([first, ins[1]], arith(op, expressions))
     if op == "Equal":
         if len(ins) < 2 or ins[1] is None:
             return None
-        return _elementwise([first, ins[1]], _equal)
+        return elementwise([first, ins[1]], _equal)
     if op == "Where":
         if len(ins) < 3 or ins[1] is None or ins[2] is None:
             return None
-        return _elementwise([first, ins[1], ins[2]], _where)
+        return elementwise([first, ins[1], ins[2]], _where)
     return None
 
 
@@ -383,26 +267,13 @@ def _rank(shapes: Mapping[str, Shape], name: str) -> int:
     return shape.rank if shape is not None and shape.rank is not None else 0
 
 
-def _rows(data: Value, shape: Shape | None) -> list[Value] | None:
-    """Split a 2-D value of static ``shape`` into its rows; None for any other value."""
-    if shape is None or shape.rank != 2 or not shape.dims[1].is_static:
-        return None
-    width = shape.dims[1].lo
-    count = len(data) // width if width else 0
-    if width == 0 or count * width != len(data):
-        return None
-    if shape.dims[0].is_static and shape.dims[0].lo != count:
-        return None
-    return [data[i * width : (i + 1) * width] for i in range(count)]
-
-
 def _slice(data: Value, rest: Sequence[Value | None], count: int) -> Value | None:
     if count < 3 or rest[0] is None or rest[1] is None:
         return None
     if count > 3 and rest[2] not in (None, (0,), (-1,)):
         return None  # another axis than the only one a 1-D value has
-    start, end = _static(rest[0][0]), _static(rest[1][0])
-    step = _static(rest[3][0]) if count > 4 and rest[3] is not None else 1
+    start, end = static(rest[0][0]), static(rest[1][0])
+    step = static(rest[3][0]) if count > 4 and rest[3] is not None else 1
     if start is None or end is None or not step:
         return None
     return tuple(data[slice(start, min(end, 2**31), step)])

@@ -11,12 +11,15 @@ graph where OpenVINO's dim is unnamed, so that the checker and the domain see th
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
 from bcast.core.arithmetic import (
     concat_output,
+    expr_of,
+    expression_dim,
     reshape_output,
     sliced,
     transposed,
@@ -26,6 +29,8 @@ from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape, more_named
+from bcast.core.shape_values import Element, arith, columns, elementwise, rows
+from bcast.core.spatial import slice_length
 from bcast.models import Graph, ModelError, Node, propagate_shapes
 from bcast.models.lost_dims import mark_lost
 from bcast.openvino.ir_spatial import IR_SPATIAL, ints, ir_spatial
@@ -35,17 +40,25 @@ __all__ = ["Value", "ir_shapes", "refine_ir", "track_values"]
 Value = tuple[Dim | int, ...]
 """A small integer tensor's values, flattened; a dim where a value is an input's size."""
 _MAX_VALUES: Final = 64
+_REDUCE: Final = frozenset(
+    {
+        "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+        "ReduceL2", "ReduceLogicalAnd", "ReduceLogicalOr",
+    }
+)  # fmt: skip
+_ARITH: Final = {"Add": "Add", "Subtract": "Sub", "Multiply": "Mul", "Divide": "Div",
+                 "FloorMod": "Mod"}  # fmt: skip
 _INT64_MAX: Final = 2**63 - 1
 
 _WINDOWED: Final = frozenset({"Convolution", "GroupConvolution", "MaxPool", "AvgPool"})
 # Layers whose outputs all have their first input's shape.
 _KEEPS_SHAPE: Final = frozenset(
     {
-        "Relu", "PReLU", "Gelu", "Sigmoid", "Tanh", "Clamp", "Elu", "Selu", "Swish", "HSwish",
-        "HSigmoid", "Mish", "SoftPlus", "SoftSign", "Erf", "Exp", "Log", "Sqrt", "Abs",
-        "Negative", "Floor", "Ceiling", "Round", "Sign", "Convert", "ConvertLike", "MVN",
-        "SoftMax", "LogSoftmax", "BatchNormInference", "NormalizeL2", "LRN", "FakeQuantize",
-        "LogicalNot",
+        "Relu", "ReLU", "PReLU", "Gelu", "Sigmoid", "Tanh", "Clamp", "Elu", "Selu", "Swish",
+        "HSwish", "HSigmoid", "Mish", "SoftPlus", "SoftSign", "Erf", "Exp", "Log", "Sqrt",
+        "Abs", "Negative", "Floor", "Ceiling", "Round", "Sign", "Convert", "ConvertLike",
+        "MVN", "SoftMax", "Softmax", "LogSoftmax", "BatchNormInference", "NormalizeL2", "LRN",
+        "FakeQuantize", "LogicalNot",
     }
 )  # fmt: skip
 
@@ -99,6 +112,11 @@ def ir_shapes(
     if op == "Gather" and len(inputs) == 3:
         axis = tensors.get(node.inputs[2])
         return [_gather(x, inputs[1], axis, data.get("batch_dims", "0"))]
+    if op in _REDUCE and len(node.inputs) > 1:
+        keep = data.get("keep_dims", "false").lower() == "true"
+        return [_reduced(x, tensors.get(node.inputs[1]), keep)]
+    if op in ("Unsqueeze", "Squeeze") and len(node.inputs) > 1:
+        return [_unsqueezed(op, x, tensors.get(node.inputs[1]))]
     if op == "Slice" and len(node.inputs) > 3:
         return [_slice(x, [tensors.get(name) for name in node.inputs[1:]], graph.expressions)]
     if op == "Reshape" and len(node.inputs) > 1:
@@ -120,11 +138,27 @@ def refine_ir(graph: Graph, data: Mapping[str, Mapping[str, str]]) -> None:
     expression, which says more: which input dims it comes from.
     """
     tensors: dict[str, Value] = dict(graph.constants)
+    producers = {o: n for n in graph.nodes for o in n.outputs if o}
+
+    def arithmetic(names: Sequence[str]) -> None:
+        """Track the element-wise layers computing ``names`` (the walk does not derive them)."""
+        stack, opened = list(names), set()
+        while stack:
+            maker = producers.get(stack[-1])
+            if maker is None or maker.op not in _ARITH or stack[-1] in tensors:
+                stack.pop()
+            elif stack[-1] not in opened:  # its inputs first
+                opened.add(stack[-1])
+                stack.extend(i for i in maker.inputs if i and i not in opened)
+            else:
+                track_values(maker, [], tensors, graph.expressions)
+                stack.pop()
 
     def derive(node: Node, values: Mapping[str, Shape]) -> Sequence[Shape | None] | None:
+        arithmetic(node.inputs)
         inputs = [values.get(name, Shape.dynamic()) if name else Shape.dynamic()
                   for name in node.inputs]  # fmt: skip
-        track_values(node, inputs, tensors)
+        track_values(node, inputs, tensors, graph.expressions)
         try:
             return ir_shapes(node, data.get(node.name, {}), inputs, graph, tensors)
         except BroadcastError:  # a size past what a dim can hold: the model is broken there
@@ -191,11 +225,18 @@ def _windowed(
     return windowed_shape(x, width, kernel, strides, dilations, totals, same, expressions)
 
 
-def track_values(node: Node, inputs: Sequence[Shape], tensors: dict[str, Value]) -> None:
+def track_values(
+    node: Node,
+    inputs: Sequence[Shape],
+    tensors: dict[str, Value],
+    expressions: dict[str, Expr] | None = None,
+) -> None:
     """Record the values of ``node``'s output where it computes a shape.
 
     ``ShapeOf``, and the ``Gather``, ``Concat``, ``Convert``, ``Squeeze``, ``Unsqueeze``
-    and ``Reshape`` on it.
+    and ``Reshape`` on it; with ``expressions``, its ``Add``, ``Subtract``, ``Multiply``,
+    ``Divide`` and ``FloorMod`` too (`bcast.core.shape_values`: a dim over a size is its
+    floor division, a difference only where it is never negative).
 
     Exporters compute Reshape targets and Slice ends from the input's shape; OpenVINO's
     inference keeps their symbols only as intervals.
@@ -220,8 +261,58 @@ def track_values(node: Node, inputs: Sequence[Shape], tensors: dict[str, Value])
         found = tuple(v for values in ins if values is not None for v in values)
     elif op == "Gather" and len(ins) == 3 and ins[0] is not None and ins[2] in ((0,), (-1,)):
         found = _picked(ins[0], ins[1])
+    elif op in _ARITH and len(ins) == 2 and ins[0] is not None and ins[1] is not None:
+        # Divide's m_pythondiv may be false (truncation): only where no size is negative
+        signs = op != "Divide" or all(type(v) is not int or v >= 0 for v in (*ins[0], *ins[1]))
+        found = elementwise([ins[0], ins[1]], arith(_ARITH[op], expressions, floor=True))
+        found = found if signs else None
+    elif op == "Slice" and len(ins) >= 4 and ins[0] is not None and inputs:
+        found = _value_slice(ins[0], inputs[0], ins[1:])
+    elif op == "Transpose" and len(ins) > 1 and ins[0] is not None and ins[1] == (1, 0):
+        found = columns(ins[0], inputs[0] if inputs else None)
+    elif op in ("Split", "VariadicSplit") and ins and ins[0] is not None and ins[1:2] == [(0,)]:
+        lengths = ins[2] if op == "VariadicSplit" and len(ins) > 2 else None
+        for name, part in zip(
+            node.outputs, _parts(ins[0], len(node.outputs), lengths), strict=False
+        ):
+            tensors[name] = part
     if out and found is not None and len(found) <= _MAX_VALUES:
         tensors[out] = found
+
+
+def _value_slice(data: Value, shape: Shape, rest: Sequence[Value | None]) -> Value | None:
+    """Slice-8 of a small value: its elements (1-D) or its rows (2-D, axis 0) by constants.
+
+    >>> _value_slice((0, 1, 2, 3), Shape.parse("[2,2]"), [(-1,), (-2**63,), (-1,), (0,)])
+    (2, 3, 0, 1)
+    """
+    start, stop, step = rest[0], rest[1], rest[2]
+    axes = rest[3] if len(rest) > 3 else (0,)
+    cut = (start, stop, step)
+    if any(v is None or len(v) != 1 or type(v[0]) is not int for v in cut):
+        return None
+    picked = slice(*(int(v[0]) for v in cut if v is not None))
+    if shape.rank == 1 and axes in ((0,), (-1,)):
+        return data[picked]
+    grid = rows(data, shape) if shape.rank == 2 and axes in ((0,), (-2,)) else None
+    return None if grid is None else tuple(e for row in grid[picked] for e in row)
+
+
+def _parts(data: Value, count: int, lengths: Value | None) -> list[Value]:
+    """Split a 1-D value in ``count`` equal parts, or by constant ``lengths`` (-1: the rest)."""
+    if lengths is None:
+        size = len(data) // count if count else 0
+        if not size or size * count != len(data):
+            return []
+        return [data[k * size : (k + 1) * size] for k in range(count)]
+    if not all(type(v) is int for v in lengths) or list(lengths).count(-1) > 1:
+        return []
+    known = sum(int(v) for v in lengths if int(v) >= 0)
+    sizes = [int(v) if int(v) >= 0 else len(data) - known for v in lengths]
+    if any(v < 0 for v in sizes) or sum(sizes) != len(data):
+        return []
+    edges = [sum(sizes[:k]) for k in range(len(sizes) + 1)]
+    return [data[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def _picked(values: Value, indices: Value | None) -> Value | None:
@@ -269,15 +360,108 @@ def _gather(data: Shape, indices: Shape, axis: Value | None, batch: str) -> Shap
 
 
 def _slice(data: Shape, ins: list[Value | None], expressions: dict[str, Expr]) -> Shape | None:
-    """Slice-8's output where its stop is an input's dim: ``x[:, :seq]`` of 64 is ``Min(64, seq)``.
+    """Slice-8's output: constant starts, stops and steps cut any dim (`slice_length`).
 
-    Only the plain case exporters write for a position buffer: one axis, start 0, step 1,
-    a static data dim; a stop past the end keeps the whole dim.
+    A stop that is an input's dim (``x[:, :seq]`` of 64 is ``Min(64, seq)``) in the plain
+    case exporters write for a position buffer: one axis, start 0, step 1, a static data
+    dim; a stop past the end keeps the whole dim.
     """
     start, stop, step = ins[0], ins[1], ins[2]
-    axes = ins[3] if len(ins) > 3 else (0,)
-    if data.rank is None or start != (0,) or step != (1,) or stop is None or axes is None:
+    axes = ins[3] if len(ins) > 3 else None
+    if data.rank is None or start is None or stop is None or step is None:
+        return None
+    axes = axes if axes is not None else tuple(range(len(start)))
+    sizes = (*start, *step, *axes)
+    ends = all(type(v) is int or (isinstance(v, Dim) and v.name) for v in stop)
+    if (
+        all(type(v) is int for v in sizes)
+        and ends
+        and len(start) == len(stop) == len(step) == len(axes)
+    ):
+        return _cut(data, list(zip(axes, start, stop, step, strict=True)), expressions)
+    if start != (0,) or step != (1,):
         return None
     if len(stop) != 1 or len(axes) != 1 or type(axes[0]) is not int:
         return None
     return sliced(data, axes[0], stop[0], expressions)
+
+
+def _cut(
+    data: Shape, cuts: Sequence[tuple[Element, ...]], expressions: dict[str, Expr]
+) -> Shape | None:
+    """Cut ``(axis, start, stop, step)`` from ``data``; None where one cannot be.
+
+    All constants, or a stop that is a dim with start 0 and step 1 (``x[:, :h]``, an
+    unpad): ``Min`` of the two, or the dim itself where they are one.
+
+    >>> found = {}
+    >>> out = _cut(Shape.parse("[N,h,32]"), [(-1, 16, 32, 1), (1, 0, -1, 1)], found)
+    >>> str(out.dims[2]), str(found[out.dims[1].name])
+    ('16', 'Max(h - 1, 0)')
+    >>> str(_cut(Shape.parse("[N,p,8]"), [(1, 0, Dim.symbol("h"), 1)], found).dims[1].name)
+    'Min_p__h_'
+    """
+    rank = data.rank or 0
+    dims = list(data.dims)
+    for axis, start, stop, step in cuts:
+        at = int(axis) + rank if int(axis) < 0 else int(axis)
+        if not 0 <= at < rank or step == 0:
+            return None
+        dim = dims[at]
+        size = expr_of(dim, expressions)
+        if isinstance(stop, Dim):
+            end = expr_of(stop, expressions)
+            if start != 0 or step != 1 or size is None or end is None:
+                return None
+            dims[at] = (
+                stop if end == size else expression_dim(Expr("Min", (size, end)), expressions)
+            )
+            continue
+        if dim.is_static:
+            dims[at] = Dim(len(range(*slice(int(start), int(stop), int(step)).indices(dim.lo))))
+            continue
+        found = None if size is None else slice_length(size, int(start), int(stop), int(step))
+        if found is None:
+            return None
+        dims[at] = expression_dim(found, expressions)
+    return Shape(dims)
+
+
+def _unsqueezed(op: str, x: Shape, axes: Value | None) -> Shape | None:
+    """Unsqueeze: a 1 inserted at each axis (of the output); Squeeze: the axes removed.
+
+    >>> str(_unsqueezed("Unsqueeze", Shape.parse("[h,2]"), (0, -1)))
+    '[1,h,2,1]'
+    >>> str(_unsqueezed("Squeeze", Shape.parse("[1,h,1]"), (0,)))
+    '[h,1]'
+    """
+    rank = x.rank or 0
+    if axes is None or not all(type(a) is int for a in axes):
+        return None
+    width = rank + len(axes) if op == "Unsqueeze" else rank
+    at = {int(a) + width if int(a) < 0 else int(a) for a in axes}
+    if len(at) != len(axes) or not all(0 <= a < width for a in at):
+        return None
+    if op == "Squeeze":
+        return Shape(d for k, d in enumerate(x.dims) if k not in at)
+    rest = iter(x.dims)
+    return Shape(Dim(1) if k in at else next(rest) for k in range(width))
+
+
+def _reduced(x: Shape, axes: Value | None, keep: bool) -> Shape | None:
+    """Reduce*: the constant axes become 1 (``keep_dims``) or go.
+
+    >>> str(_reduced(Shape.parse("[N,8,h,w]"), (2, -1), True))
+    '[N,8,1,1]'
+    >>> str(_reduced(Shape.parse("[N,8,h]"), (1,), False))
+    '[N,h]'
+    """
+    rank = x.rank or 0
+    if axes is None or not all(type(a) is int for a in axes):
+        return None
+    at = {int(a) + rank if int(a) < 0 else int(a) for a in axes}
+    if not all(0 <= a < rank for a in at):
+        return None
+    if keep:
+        return Shape(Dim(1) if k in at else d for k, d in enumerate(x.dims))
+    return Shape(d for k, d in enumerate(x.dims) if k not in at)

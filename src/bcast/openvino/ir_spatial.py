@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product
+from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product, total
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
@@ -88,6 +88,10 @@ def ir_spatial(
         block = ints(data.get("block_size"), [0])
         return [_space_depth(op, block[0] if block else 0, x, expressions)]
     if op == "Pad" and len(ins) > 2:
+        mirrored = data.get("pad_mode", "constant") in ("reflect", "symmetric")
+        computed = any(not isinstance(v, int) for p in ins[1:3] for v in p or ())
+        if mirrored and computed:  # the mirror's requirement is read off constant pads only
+            return None
         return [_pad(x, ins[1], ins[2], expressions)]
     if op in ("Split", "VariadicSplit") and len(ins) > 1:
         return _split(op, data, x, ins, len(node.outputs), expressions)
@@ -206,15 +210,23 @@ def _space_depth(op: str, block: int, x: Shape, expressions: dict[str, Expr]) ->
 def _pad(
     x: Shape, begin: Value | None, end: Value | None, expressions: dict[str, Expr]
 ) -> Shape | None:
-    """Pad: each dim plus its constant ``pads_begin`` and ``pads_end`` (negative ones cut)."""
+    """Pad: each dim plus its ``pads_begin`` and ``pads_end`` (negative ones cut).
+
+    A pad is a constant or a dim computed from the shape (never negative: padding to a
+    multiple of a window), as ONNX's (`bcast.onnx.spatial_shapes`).
+    """
     if begin is None or end is None or not len(begin) == len(end) == x.rank:
         return None
     dims = []
     for dim, a, b in zip(x.dims, begin, end, strict=True):
-        size = expr_of(dim, expressions)
-        if size is None or type(a) is not int or type(b) is not int:
+        parts = [expr_of(dim, expressions)]
+        for pad in (a, b):
+            parts.append(expr_of(pad, expressions) if isinstance(pad, Dim) else None)
+            if type(pad) is int:
+                parts[-1] = Expr("int", value=pad)
+        if any(p is None for p in parts):
             return None
-        dims.append(expression_dim(plus(size, a + b), expressions))
+        dims.append(expression_dim(total([p for p in parts if p is not None]), expressions))
     return Shape(dims)
 
 
