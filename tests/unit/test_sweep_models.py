@@ -85,16 +85,16 @@ def test_a_window_partition_is_a_relation_decided_at_each_size_as_onnxruntime_ru
     assert dims["H"]["condition"] == "H >= 16 and H % 16 ∈ {0, 1, 2, 3}", dims["H"]
     assert "/Reshape" in [i["node"] for i in dims["W"]["imposed_by"]]
     assert not dims["relations"]  # each dim's sizes say it all
+    report = bcast.check(SWEEP / "swin.onnx")
     for h in (15, 16, 19, 20, 28, 31, 32, 35, 36):
         runs = _runs("swin.onnx", h, 16)
         assert runs is (h % 16 <= 3 and h >= 16), h
+        failed = report.domain.first_failure({"N": 1, "H": h, "W": 16})
+        assert (failed is None) is runs and (runs or failed.node == "/Reshape"), (h, failed)
+    for h, verdict in ((19, "inside the domain"), (20, "fails first at /Reshape (Reshape)")):
         said = _bcast("domain", str(SWEEP / "swin.onnx"), "--dim", "N=1", "--dim", f"H={h}",
                       "--dim", "W=16")  # fmt: skip
-        verdict = said.stdout.strip().splitlines()[-1]
-        if runs:
-            assert verdict.endswith("inside the domain"), verdict
-        else:
-            assert "fails first at /Reshape (Reshape)" in verdict, verdict
+        assert verdict in said.stdout.strip().splitlines()[-1], said.stdout
 
 
 def test_the_export_lines_say_they_hold_only_what_was_decided(tmp_path: Path) -> None:
@@ -164,12 +164,17 @@ def test_the_padded_mutant_runs_where_isl_says_as_onnxruntime_does() -> None:
     assert dims["H"]["condition"] == (
         "H >= 40 and H % 48 ∈ {0, 1, 2, 3, 40, 41, 42, 43, 44, 45, 46, 47}"
     ), dims["H"]
+    report = bcast.check(SWEEP / "swin_padded_mutant.onnx")
     for h in (39, 40, 47, 48, 51, 52, 87, 88, 95, 96, 99, 100):  # each edge, inside and out
         runs = _runs("swin_padded_mutant.onnx", h, 40)
         assert runs is (h >= 40 and (h % 48 <= 3 or h % 48 >= 40)), h
-        checked = _bcast("check", str(SWEEP / "swin_padded_mutant.onnx"), "--dim", f"H={h}",
-                         "--dim", "W=40", "--dim", "N=1")  # fmt: skip
-        assert (checked.returncode == 0) is runs, (h, checked.stdout)
+        failed = report.domain.first_failure({"N": 1, "H": h, "W": 40})
+        assert (failed is None) is runs, (h, failed)
+    # a range: the first size it fails at, with the node
+    checked = _bcast("check", str(SWEEP / "swin_padded_mutant.onnx"), "--dim", "H=40..",
+                     "--dim", "W=40", "--dim", "N=1")  # fmt: skip
+    assert checked.returncode == 1 and "fails at H=52" in checked.stdout, checked.stdout
+    assert "/Reshape_2 (Reshape)" in checked.stdout
     # without sizes, a range: the first size it fails at, with the node
     checked = _bcast("check", str(SWEEP / "swin_padded_mutant.onnx"), "--dim", "H=40..",
                      "--dim", "W=40", "--dim", "N=1")  # fmt: skip

@@ -49,13 +49,26 @@ def emptied(
 
 
 def implied(
-    space: Space, whole: Any, r: Relation, regions: Mapping[object, Any], apart: set[int]
+    space: Space,
+    whole: Any,
+    dims: Mapping[str, DimDomain],
+    r: Relation,
+    regions: Mapping[object, Any],
+    apart: set[int],
 ) -> bool:
-    """Tell whether a relation follows from the dims' own sizes (it is then not said)."""
+    """Tell whether a relation follows from the dims' own sizes (it is then not said).
+
+    Dims whose sizes are said exactly (intervals and a congruence) are held to those; the
+    others to their projection of ``whole``.
+    """
     region = regions.get((r.dims, r.text))
     if r.kind != "holds" or region is None or id(region) in apart:
         return False
-    return space.implied(whole, region, r.dims)
+    exact = {n: d for n in r.dims if (d := dims.get(n)) is not None and d.exact}
+    if len(exact) < len(r.dims) and region.n_basic_set() > _BOXES:
+        return False  # a case split over many divisors, held to a projection: too dear
+    said = {n: (d.sizes, d.congruence) for n, d in exact.items()}
+    return space.implied(whole, region, r.dims, said)
 
 
 def decided(

@@ -436,5 +436,8 @@ def _domain(graph: Graph, work: _Work) -> Domain:
     parts = said_relations(dims.names, solver, work.relations)
     merged = _merged(parts + work.others)
     others = [decided(space, whole, r, work.relation_regions, apart) for r in merged]
-    kept = [r for r in others if not implied(space, whole, r, work.relation_regions, apart)]
+    by_name = {d.name: d for d in out}
+    kept = [
+        r for r in others if not implied(space, whole, by_name, r, work.relation_regions, apart)
+    ]
     return Domain(tuple(out), tuple(kept), "", **common)

@@ -272,7 +272,8 @@ def compared(node: Node, values: Mapping[str, Shape]) -> list[tuple[str, Shape |
     ['[?,8]', '[8]']
     """
     if node.op in ("MatMul", "Gemm") and node.rule in (None, Rule.GEMM):
-        a, b = (values.get(i) if i else None for i in (*node.inputs[:2], "", "")[:2])
+        first, second = (*node.inputs, "", "")[:2]
+        a, b = values.get(first) if first else None, values.get(second) if second else None
         if a is None or b is None or a.rank is None or b.rank is None or not a.rank or not b.rank:
             return None
         ka = a.dims[-2] if node.trans_a and a.rank >= 2 else a.dims[-1]

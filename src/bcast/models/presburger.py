@@ -355,24 +355,48 @@ class Space(ProductSets):
         found = region.intersect(self.sizes).project_out_except([ident], [isl.dim_type.param])
         return found.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, 1).coalesce()
 
-    def implied(self, whole: Any, region: Any, names: Sequence[str]) -> bool:
+    def implied(
+        self,
+        whole: Any,
+        region: Any,
+        names: Sequence[str],
+        said: Mapping[str, tuple[Intervals, Congruence | None]],
+    ) -> bool:
         """Tell whether the sizes ``whole`` leaves each of ``names``, alone, make ``region`` hold.
 
         A relation that is so (Swin's window counts: each of ``h`` and ``w`` a multiple of
-        4) says nothing the dims' own sizes do not.
+        4) says nothing the dims' own sizes do not. ``said``: the dims whose sizes are known
+        exactly as intervals and a congruence (cheaper than projecting ``whole``).
 
         >>> from bcast.core.expressions import parse_expression as p
         >>> s = Space(["h", "w"])
         >>> h4, w4 = (s.compare(p(f"{d} % 4"), "==", p("0")) for d in "hw")
         >>> both = h4.intersect(w4)
-        >>> s.implied(both, both, ["h", "w"]), s.implied(s.sizes, both, ["h", "w"])
+        >>> s.implied(both, both, ["h", "w"], {}), s.implied(s.sizes, both, ["h", "w"], {})
         (True, False)
+        >>> s.implied(s.sizes, both, ["h", "w"], {d: (((4, None),), (4, 0)) for d in "hw"})
+        True
         """
-        found = whole.intersect(self.sizes)
         box = self.sizes
         for name in names:
-            ident = f"d{self.index[name]}"
-            box = box.intersect(found.project_out_except([ident], [self.isl.dim_type.param]))
+            var = self._vars[self.index[name]]
+            if name in said:
+                intervals, congruence = said[name]
+                line = self.universe.subtract(self.universe)
+                for lo, hi in intervals:
+                    piece = var.ge_set(self.constant(lo))
+                    if hi is not None:
+                        piece = piece.intersect(var.le_set(self.constant(hi)))
+                    line = line.union(piece)
+                if congruence is not None:
+                    line = line.intersect(
+                        var.mod_val(congruence[0]).eq_set(self.constant(congruence[1]))
+                    )
+            else:
+                ident = f"d{self.index[name]}"
+                found = whole.intersect(self.sizes)
+                line = found.project_out_except([ident], [self.isl.dim_type.param])
+            box = box.intersect(line)
         return bool(box.is_subset(region))
 
     def text(self, region: Any, only: Sequence[str] | None = None) -> str:

@@ -247,8 +247,8 @@ def _derived_over_claim(ours: Shape, theirs: Shape) -> Shape:
     if ours.rank is None or ours.rank != theirs.rank:
         return theirs
     return Shape(
-        mine if informative(mine) and not theirs.is_static and mine != theirs else theirs
-        for mine, theirs in zip(ours.dims, theirs.dims, strict=True)
+        mine if informative(mine) and not said.is_static and mine != said else said
+        for mine, said in zip(ours.dims, theirs.dims, strict=True)
     )
 
 

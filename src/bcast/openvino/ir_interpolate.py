@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from bcast.core.arithmetic import expr_of, expression_dim
 from bcast.core.dim import Dim
@@ -24,7 +25,7 @@ from bcast.core.shape import Shape
 from bcast.core.spatial import scaled_dim
 from bcast.models import Node
 
-__all__ = ["SCALES", "interpolate", "with_scales"]
+__all__ = ["SCALES", "bin_constant", "interpolate", "with_scales"]
 
 SCALES: Final = "bcast:scales"
 """The attribute `with_scales` gives an Interpolate layer: its float scales, as text."""
@@ -64,12 +65,24 @@ def with_scales(
 
 
 def _floats(attrs: Mapping[str, str], xml_path: str) -> tuple[float, ...] | None:
-    dtype = _FLOATS.get(attrs.get("element_type", ""))
+    found = bin_constant(attrs, xml_path, _FLOATS, _MOST * 8)
+    return None if found is None else tuple(float(v) for v in found)
+
+
+def bin_constant(
+    attrs: Mapping[str, str], xml_path: str, types: Mapping[str, Any], most: int
+) -> npt.NDArray[Any] | None:
+    """Read a Const layer's values (``attrs``: its ``<data>``) from the ``.bin`` beside the XML.
+
+    ``types`` maps the element types read to NumPy's; None for another type, more than
+    ``most`` bytes, or a file that does not hold them.
+    """
+    dtype = types.get(attrs.get("element_type", ""))
     try:
         offset, size = int(attrs.get("offset", "-1")), int(attrs.get("size", "-1"))
     except ValueError:
         return None
-    if dtype is None or offset < 0 or not 0 < size <= _MOST * 8:
+    if dtype is None or offset < 0 or not 0 < size <= most:
         return None
     try:
         with open(os.path.splitext(xml_path)[0] + ".bin", "rb") as handle:
@@ -79,7 +92,7 @@ def _floats(attrs: Mapping[str, str], xml_path: str) -> tuple[float, ...] | None
         return None
     if len(raw) != size or size % np.dtype(dtype).itemsize:
         return None
-    return tuple(float(v) for v in np.frombuffer(raw, dtype=dtype))
+    return np.frombuffer(raw, dtype=dtype)
 
 
 def interpolate(

@@ -30,7 +30,7 @@ from bcast.models import Finding, Graph, ModelError, Node, Rule, Severity
 from bcast.models.domain_collect import einsum_labels
 from bcast.models.files import model_file_size, read_model_file
 from bcast.models.isolation import run_isolated
-from bcast.openvino.ir_interpolate import with_scales
+from bcast.openvino.ir_interpolate import bin_constant, with_scales
 from bcast.openvino.ir_shapes import refine_ir
 
 __all__ = ["AXIS_KEY", "ELEMENTWISE_AXIS_KEY", "ELEMENTWISE_OPS", "layer_details", "read_ir"]
@@ -468,21 +468,5 @@ def _is_int(text: str) -> bool:
 
 def _bin_constant(layer: _Layer, path: str) -> tuple[int, ...] | None:
     """Read a small integer constant from the ``.bin`` beside the XML (fallback path)."""
-    dtype = _INT_TYPES.get(layer.data.get("element_type", ""))
-    try:
-        offset = int(layer.data.get("offset", "-1"))
-        size = int(layer.data.get("size", "-1"))
-    except ValueError:
-        return None
-    if dtype is None or offset < 0 or not 0 < size <= _MAX_CONSTANT_BYTES:
-        return None
-    bin_path = os.path.splitext(path)[0] + ".bin"
-    try:
-        with open(bin_path, "rb") as handle:
-            handle.seek(offset)
-            raw = handle.read(size)
-    except OSError:
-        return None
-    if len(raw) != size or size % np.dtype(dtype).itemsize:
-        return None
-    return tuple(int(v) for v in np.frombuffer(raw, dtype=dtype))
+    found = bin_constant(layer.data, path, _INT_TYPES, _MAX_CONSTANT_BYTES)
+    return None if found is None else tuple(int(v) for v in found)
