@@ -1,14 +1,18 @@
 """The sweep's exports as OpenVINO IR (``ov.convert_model``), held against OpenVINO.
 
 The TorchScript exports of tests/fixtures/sweep/ converted the way OpenVINO's users convert
-them, at test time. OpenVINO writes F.pad's pads, Swin's window partition and its unpad
-with ShapeOf, FloorMod, Subtract, Divide, a Reshape to ``[-1, 2]``, a reversing Slice, a
-Transpose and a Split: bcast must size them all (nothing left undecided) and say, at each
-size, what OpenVINO does when it runs there (a fresh compile for every size).
+them, at test time, in a child process (convert_model imports every framework it knows,
+JAX's threads among them, which the test process would then fork with). OpenVINO writes
+F.pad's pads, Swin's window partition and its unpad with ShapeOf, FloorMod, Subtract,
+Divide, a Reshape to ``[-1, 2]``, a reversing Slice, a Transpose and a Split: bcast must
+size them all (nothing left undecided) and say, at each size, what OpenVINO does when it
+runs there (a fresh compile for every size).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,10 +32,27 @@ CASES = {
 }
 
 
+_CONVERT = """
+import sys, openvino as ov
+for source, target in zip(sys.argv[1::2], sys.argv[2::2]):
+    ov.save_model(ov.convert_model(source), target)
+"""
+
+
+@pytest.fixture(scope="module")
+def irs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sweep's models as IR, converted in one child process."""
+    folder = tmp_path_factory.mktemp("sweep_ir")
+    pairs = [a for m in sorted(CASES) for a in (str(SWEEP / m), str(folder / f"{m}.xml"))]
+    done = subprocess.run([sys.executable, "-c", _CONVERT, *pairs], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return folder
+
+
 @pytest.mark.parametrize("model", sorted(CASES))
-def test_an_ir_of_the_sweep_is_decided_and_agrees_with_openvino(tmp_path: Path, model: str) -> None:
-    path = str(tmp_path / model.replace(".onnx", ".xml"))
-    ov.save_model(ov.convert_model(str(SWEEP / model)), path)
+def test_an_ir_of_the_sweep_is_decided_and_agrees_with_openvino(irs: Path, model: str) -> None:
+    path = str(irs / f"{model}.xml")
     domain = bcast.check(path).domain
     assert not domain.undecided, [str(u) for u in domain.undecided]
     width, heights = CASES[model]
