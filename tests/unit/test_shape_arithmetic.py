@@ -635,3 +635,33 @@ def test_an_ir_interpolate_is_sized_as_openvino_sizes_it(tmp_path, how, sizes) -
     report = bcast.check(path)
     assert not report.domain.undecided, report.domain.undecided
     assert [h for h in range(1, 10) if _accepted(path, {"x.2": h, "x.3": 6})] == sizes
+
+
+@pytest.mark.parametrize(
+    ("begin_mask", "end_mask", "runs"),
+    [
+        ([1, 0, 1], [1, 0, 1], [3, 4, 7, 8]),  # x[:, 1:-1:2]: 1 or 3 rows against 3
+        ([1, 1, 1], [1, 1, 1], [1, 2, 5, 6]),  # x[:, ::2]: begin and end ignored
+    ],
+)
+def test_an_ir_strided_slice_is_sized_as_openvino_sizes_it(
+    tmp_path, begin_mask, end_mask, runs
+) -> None:
+    ov = pytest.importorskip("openvino")
+    o = ov.opset13
+    x = o.parameter([1, -1, 8], np.float32, name="x")
+    cut = o.strided_slice(x, np.array([0, 1, 0], np.int64), np.array([0, -1, 0], np.int64),
+                          np.array([1, 2, 1], np.int64), begin_mask, end_mask)  # fmt: skip
+    path = str(tmp_path / "strided.xml")
+    ov.save_model(ov.Model([o.add(cut, o.constant(np.ones((1, 3, 8), np.float32)))], [x]), path)
+
+    def ir_runs(h: int) -> bool:
+        try:
+            ov.Core().compile_model(path, "CPU")(np.ones((1, h, 8), np.float32))
+        except RuntimeError:
+            return False
+        return True
+
+    assert [h for h in range(1, 11) if ir_runs(h)] == runs
+    assert not bcast.check(path).domain.undecided
+    assert [h for h in range(1, 11) if _accepted(path, {"x.1": h})] == runs

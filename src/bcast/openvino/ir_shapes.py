@@ -18,10 +18,7 @@ from typing import Final
 
 from bcast.core.arithmetic import (
     concat_output,
-    expr_of,
-    expression_dim,
     reshape_output,
-    sliced,
     transposed,
     windowed_shape,
 )
@@ -29,10 +26,10 @@ from bcast.core.dim import Dim
 from bcast.core.errors import BroadcastError
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape, more_named
-from bcast.core.shape_values import Element, arith, columns, elementwise, rows
-from bcast.core.spatial import slice_length
+from bcast.core.shape_values import arith, columns, elementwise, rows
 from bcast.models import Graph, ModelError, Node, propagate_shapes
 from bcast.models.lost_dims import mark_lost
+from bcast.openvino.ir_cuts import reduced, sliced_ir, strided, unsqueezed
 from bcast.openvino.ir_spatial import IR_SPATIAL, ints, ir_spatial
 
 __all__ = ["Value", "ir_shapes", "refine_ir", "track_values"]
@@ -114,11 +111,13 @@ def ir_shapes(
         return [_gather(x, inputs[1], axis, data.get("batch_dims", "0"))]
     if op in _REDUCE and len(node.inputs) > 1:
         keep = data.get("keep_dims", "false").lower() == "true"
-        return [_reduced(x, tensors.get(node.inputs[1]), keep)]
+        return [reduced(x, tensors.get(node.inputs[1]), keep)]
     if op in ("Unsqueeze", "Squeeze") and len(node.inputs) > 1:
-        return [_unsqueezed(op, x, tensors.get(node.inputs[1]))]
+        return [unsqueezed(op, x, tensors.get(node.inputs[1]))]
+    if op == "StridedSlice" and len(node.inputs) >= 4:
+        return [strided(x, data, [tensors.get(name) for name in node.inputs[1:4]], graph)]
     if op == "Slice" and len(node.inputs) > 3:
-        return [_slice(x, [tensors.get(name) for name in node.inputs[1:]], graph.expressions)]
+        return [sliced_ir(x, [tensors.get(name) for name in node.inputs[1:]], graph.expressions)]
     if op == "Reshape" and len(node.inputs) > 1:
         target = tensors.get(node.inputs[1])
         if target is None:
@@ -357,111 +356,3 @@ def _gather(data: Shape, indices: Shape, axis: Value | None, batch: str) -> Shap
     if not 0 <= at < data.rank:
         return None
     return Shape((*data.dims[:at], *indices.dims, *data.dims[at + 1 :]))
-
-
-def _slice(data: Shape, ins: list[Value | None], expressions: dict[str, Expr]) -> Shape | None:
-    """Slice-8's output: constant starts, stops and steps cut any dim (`slice_length`).
-
-    A stop that is an input's dim (``x[:, :seq]`` of 64 is ``Min(64, seq)``) in the plain
-    case exporters write for a position buffer: one axis, start 0, step 1, a static data
-    dim; a stop past the end keeps the whole dim.
-    """
-    start, stop, step = ins[0], ins[1], ins[2]
-    axes = ins[3] if len(ins) > 3 else None
-    if data.rank is None or start is None or stop is None or step is None:
-        return None
-    axes = axes if axes is not None else tuple(range(len(start)))
-    sizes = (*start, *step, *axes)
-    ends = all(type(v) is int or (isinstance(v, Dim) and v.name) for v in stop)
-    if (
-        all(type(v) is int for v in sizes)
-        and ends
-        and len(start) == len(stop) == len(step) == len(axes)
-    ):
-        return _cut(data, list(zip(axes, start, stop, step, strict=True)), expressions)
-    if start != (0,) or step != (1,):
-        return None
-    if len(stop) != 1 or len(axes) != 1 or type(axes[0]) is not int:
-        return None
-    return sliced(data, axes[0], stop[0], expressions)
-
-
-def _cut(
-    data: Shape, cuts: Sequence[tuple[Element, ...]], expressions: dict[str, Expr]
-) -> Shape | None:
-    """Cut ``(axis, start, stop, step)`` from ``data``; None where one cannot be.
-
-    All constants, or a stop that is a dim with start 0 and step 1 (``x[:, :h]``, an
-    unpad): ``Min`` of the two, or the dim itself where they are one.
-
-    >>> found = {}
-    >>> out = _cut(Shape.parse("[N,h,32]"), [(-1, 16, 32, 1), (1, 0, -1, 1)], found)
-    >>> str(out.dims[2]), str(found[out.dims[1].name])
-    ('16', 'Max(h - 1, 0)')
-    >>> str(_cut(Shape.parse("[N,p,8]"), [(1, 0, Dim.symbol("h"), 1)], found).dims[1].name)
-    'Min_p__h_'
-    """
-    rank = data.rank or 0
-    dims = list(data.dims)
-    for axis, start, stop, step in cuts:
-        at = int(axis) + rank if int(axis) < 0 else int(axis)
-        if not 0 <= at < rank or step == 0:
-            return None
-        dim = dims[at]
-        size = expr_of(dim, expressions)
-        if isinstance(stop, Dim):
-            end = expr_of(stop, expressions)
-            if start != 0 or step != 1 or size is None or end is None:
-                return None
-            dims[at] = (
-                stop if end == size else expression_dim(Expr("Min", (size, end)), expressions)
-            )
-            continue
-        if dim.is_static:
-            dims[at] = Dim(len(range(*slice(int(start), int(stop), int(step)).indices(dim.lo))))
-            continue
-        found = None if size is None else slice_length(size, int(start), int(stop), int(step))
-        if found is None:
-            return None
-        dims[at] = expression_dim(found, expressions)
-    return Shape(dims)
-
-
-def _unsqueezed(op: str, x: Shape, axes: Value | None) -> Shape | None:
-    """Unsqueeze: a 1 inserted at each axis (of the output); Squeeze: the axes removed.
-
-    >>> str(_unsqueezed("Unsqueeze", Shape.parse("[h,2]"), (0, -1)))
-    '[1,h,2,1]'
-    >>> str(_unsqueezed("Squeeze", Shape.parse("[1,h,1]"), (0,)))
-    '[h,1]'
-    """
-    rank = x.rank or 0
-    if axes is None or not all(type(a) is int for a in axes):
-        return None
-    width = rank + len(axes) if op == "Unsqueeze" else rank
-    at = {int(a) + width if int(a) < 0 else int(a) for a in axes}
-    if len(at) != len(axes) or not all(0 <= a < width for a in at):
-        return None
-    if op == "Squeeze":
-        return Shape(d for k, d in enumerate(x.dims) if k not in at)
-    rest = iter(x.dims)
-    return Shape(Dim(1) if k in at else next(rest) for k in range(width))
-
-
-def _reduced(x: Shape, axes: Value | None, keep: bool) -> Shape | None:
-    """Reduce*: the constant axes become 1 (``keep_dims``) or go.
-
-    >>> str(_reduced(Shape.parse("[N,8,h,w]"), (2, -1), True))
-    '[N,8,1,1]'
-    >>> str(_reduced(Shape.parse("[N,8,h]"), (1,), False))
-    '[N,h]'
-    """
-    rank = x.rank or 0
-    if axes is None or not all(type(a) is int for a in axes):
-        return None
-    at = {int(a) + rank if int(a) < 0 else int(a) for a in axes}
-    if not all(0 <= a < rank for a in at):
-        return None
-    if keep:
-        return Shape(Dim(1) if k in at else d for k, d in enumerate(x.dims))
-    return Shape(d for k, d in enumerate(x.dims) if k not in at)
