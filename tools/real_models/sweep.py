@@ -176,7 +176,12 @@ def dynamo() -> None:
         dynamo=True,
     )
     path = OUT / "crossattn_dynamo.onnx"
-    onnx.save(onnx.load(str(path)), str(path))  # one file: the weights inside, as committed
+    model = onnx.load(str(path))  # one file: the weights inside, as committed
+    for node in model.graph.node:  # its stack traces name this machine's folders
+        kept = [p for p in node.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
+        del node.metadata_props[:]
+        node.metadata_props.extend(kept)
+    onnx.save(model, str(path))
     (OUT / "crossattn_dynamo.onnx.data").unlink(missing_ok=True)
     print(f"wrote {path}")
 
