@@ -14,13 +14,15 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Final
 
-from bcast.core.arithmetic import floor_div, plus, product
+from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product
+from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 
 __all__ = [
     "BIG",
     "bounds",
     "ceil_window_dim",
+    "cut_dim",
     "difference",
     "range_length",
     "scaled_dim",
@@ -176,6 +178,40 @@ def slice_length(size: Expr, start: int, end: int, step: int) -> Expr | None:
         if not (last == size and first.op == "Min"):  # size - Min(k, size) is never below 0
             span = Expr("Max", (span, _int(0)))
     return up(span, step)
+
+
+def cut_dim(
+    dim: Dim, start: int, end: int | Dim | bool, step: int, expressions: dict[str, Expr]
+) -> Dim:
+    """One axis of a Slice ``dim[start:end:step]``; ``?`` where it cannot be written.
+
+    A static dim is cut as Python cuts it; a symbolic one gets `slice_length`'s
+    expression; an end that is a dim (``x[:, :seq]``, an unpad ``x[:, :h]``) with start 0
+    and step 1 is ``Min`` of the two, or the dim itself where they are one. Both readers
+    cut with it (ONNX Slice, IR Slice and StridedSlice).
+
+    >>> found = {}
+    >>> str(cut_dim(Dim(10), 1, -1, 2, found))
+    '4'
+    >>> cut_dim(Dim.symbol("p"), 0, Dim.symbol("h"), 1, found).name
+    'Min_p__h_'
+    """
+    if isinstance(end, bool):
+        return Dim.unknown()
+    if dim.is_static and type(end) is int and step != 0:
+        return Dim(len(range(*slice(start, end, step).indices(dim.lo))))
+    size = expr_of(dim, expressions)
+    if size is None:
+        return Dim.unknown()
+    if isinstance(end, Dim):  # an end computed from a shape: x[:, :seq]
+        stop = expr_of(end, expressions)
+        if stop is None or start != 0 or step != 1:
+            return Dim.unknown()
+        if stop == size:
+            return dim
+        return expression_dim(Expr("Min", (size, stop)), expressions)
+    found = slice_length(size, start, end, step)
+    return Dim.unknown() if found is None else expression_dim(found, expressions)
 
 
 def range_length(start: int, limit: Expr, delta: int) -> Expr | None:

@@ -22,9 +22,9 @@ from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.core.spatial import (
     ceil_window_dim,
+    cut_dim,
     range_length,
     scaled_dim,
-    slice_length,
     transposed_window_dim,
     up,
 )
@@ -345,30 +345,8 @@ def _slice(
         at = axis + rank if axis < 0 else axis
         if not 0 <= at < rank:
             return None
-        dims[at] = _cut(dims[at], start, end, step, expressions)
+        dims[at] = cut_dim(dims[at], start, end, step, expressions)
     return Shape(dims)
-
-
-def _cut(
-    dim: Dim, start: int, end: int | Dim | bool, step: int, expressions: dict[str, Expr]
-) -> Dim:
-    """One axis of a Slice (see `_slice`); ``?`` where it cannot be written."""
-    if isinstance(end, bool):
-        return Dim.unknown()
-    if dim.is_static and type(end) is int and step != 0:
-        return Dim(len(range(*slice(start, end, step).indices(dim.lo))))
-    size = expr_of(dim, expressions)
-    if size is None:
-        return Dim.unknown()
-    if isinstance(end, Dim):  # an end computed from a shape: x[:, :seq]
-        stop = expr_of(end, expressions)
-        if stop is None or start != 0 or step != 1:
-            return Dim.unknown()
-        if stop == size:
-            return dim
-        return expression_dim(Expr("Min", (size, stop)), expressions)
-    found = slice_length(size, start, end, step)
-    return Dim.unknown() if found is None else expression_dim(found, expressions)
 
 
 def _split(

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from bcast.core.arithmetic import expr_of, expression_dim, sliced
+from bcast.core.arithmetic import sliced
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.core.shape_values import Element
-from bcast.core.spatial import BIG, slice_length
+from bcast.core.spatial import BIG, cut_dim
 from bcast.models import Graph
 from bcast.openvino.ir_spatial import ints
 
@@ -71,25 +71,13 @@ def cut(
     dims = list(data.dims)
     for axis, start, stop, step in cuts:
         at = int(axis) + rank if int(axis) < 0 else int(axis)
-        if not 0 <= at < rank or step == 0:
+        if not 0 <= at < rank or step == 0 or isinstance(stop, bool):
             return None
-        dim = dims[at]
-        size = expr_of(dim, expressions)
-        if isinstance(stop, Dim):
-            end = expr_of(stop, expressions)
-            if start != 0 or step != 1 or size is None or end is None:
-                return None
-            dims[at] = (
-                stop if end == size else expression_dim(Expr("Min", (size, end)), expressions)
-            )
-            continue
-        if dim.is_static:
-            dims[at] = Dim(len(range(*slice(int(start), int(stop), int(step)).indices(dim.lo))))
-            continue
-        found = None if size is None else slice_length(size, int(start), int(stop), int(step))
-        if found is None:
+        end = stop if isinstance(stop, Dim) else int(stop)
+        found = cut_dim(dims[at], int(start), end, int(step), expressions)
+        if not found.is_static and found.name is None:
             return None
-        dims[at] = expression_dim(found, expressions)
+        dims[at] = found
     return Shape(dims)
 
 
