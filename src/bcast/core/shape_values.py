@@ -20,7 +20,17 @@ from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.core.spatial import bounds, difference
 
-__all__ = ["Element", "Value", "arith", "columns", "elementwise", "normal", "rows", "static"]
+__all__ = [
+    "Element",
+    "Value",
+    "arith",
+    "columns",
+    "elementwise",
+    "normal",
+    "padded",
+    "rows",
+    "static",
+]
 
 Element = int | Dim | bool
 Value = tuple[Element, ...]
@@ -192,3 +202,21 @@ def columns(data: Value, shape: Shape | None) -> Value | None:
     if not grid:
         return None
     return tuple(row[k] for k in range(len(grid[0])) for row in grid)
+
+
+def padded(dim: Dim, before: Element, after: Element, expressions: dict[str, Expr]) -> Dim | None:
+    """Return ``dim`` plus its two pads (a size, or a dim computed from shapes; negative cut).
+
+    None where the dim or a pad has no expression (a bool, an unknown). Both readers' Pad.
+
+    >>> found = {}
+    >>> str(found[padded(Dim.symbol("h"), 0, arith("Mod", found)(Dim.symbol("h"), 7), found).name])
+    'h + h%7'
+    """
+    parts = [expr_of(dim, expressions)]
+    for pad in (before, after):
+        if isinstance(pad, bool):
+            return None
+        parts.append(Expr("int", value=pad) if isinstance(pad, int) else expr_of(pad, expressions))
+    known = [p for p in parts if p is not None]
+    return expression_dim(total(known), expressions) if len(known) == len(parts) else None

@@ -16,10 +16,11 @@ from typing import Final
 
 import onnx
 
-from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product, total
+from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
+from bcast.core.shape_values import padded
 from bcast.core.spatial import (
     ceil_window_dim,
     cut_dim,
@@ -292,14 +293,9 @@ def _pad(
     plain = (mode.decode() if isinstance(mode, bytes) else str(mode)) in ("constant", "edge")
     if not plain and not all(type(v) is int for v in pads):
         return None
-    amounts: list[Expr] = []
-    for v in pads:
-        found = expr_of(v, expressions) if isinstance(v, Dim) else None
-        if type(v) is int:
-            found = Expr("int", value=v)
-        if found is None:
-            return None  # a bool, or a dim of no expression
-        amounts.append(found)
+    if any(isinstance(v, bool) or (isinstance(v, Dim) and expr_of(v, expressions) is None)
+           for v in pads):  # fmt: skip
+        return None  # a bool, or a dim of no expression
     count = len(axes)
     if len(pads) != 2 * count:
         return None
@@ -308,9 +304,7 @@ def _pad(
         at = int(axis) + rank if int(axis) < 0 else int(axis)
         if not 0 <= at < rank:
             return None
-        size = expr_of(dims[at], expressions)
-        found = None if size is None else total([size, *amounts[i::count]])
-        dims[at] = Dim.unknown() if found is None else expression_dim(found, expressions)
+        dims[at] = padded(dims[at], pads[i], pads[i + count], expressions) or Dim.unknown()
     return Shape(dims)
 
 

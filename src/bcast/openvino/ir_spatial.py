@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product, total
+from bcast.core.arithmetic import expr_of, expression_dim, floor_div, plus, product
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
+from bcast.core.shape_values import padded
 from bcast.core.spatial import ceil_window_dim, range_length, transposed_window_dim
 from bcast.models import Node
 from bcast.openvino.ir_interpolate import interpolate
@@ -217,17 +218,8 @@ def _pad(
     """
     if begin is None or end is None or not len(begin) == len(end) == x.rank:
         return None
-    dims = []
-    for dim, a, b in zip(x.dims, begin, end, strict=True):
-        parts = [expr_of(dim, expressions)]
-        for pad in (a, b):
-            parts.append(expr_of(pad, expressions) if isinstance(pad, Dim) else None)
-            if type(pad) is int:
-                parts[-1] = Expr("int", value=pad)
-        if any(p is None for p in parts):
-            return None
-        dims.append(expression_dim(total([p for p in parts if p is not None]), expressions))
-    return Shape(dims)
+    dims = [padded(dim, a, b, expressions) for dim, a, b in zip(x.dims, begin, end, strict=True)]
+    return None if None in dims else Shape(d for d in dims if d is not None)
 
 
 def _split(
