@@ -278,7 +278,7 @@ def _walk(
     ticks = iter(progress) if progress is not None else None
     nested: list[Subgraph] = []
     failed: set[str] = set()  # nodes with an error finding
-    producers: dict[str, Node] | None = None  # built once, for the domain's Gather bounds
+    producers = {o: n for n in graph.nodes for o in n.outputs if o}  # where a value is made
     for node in _topological(graph.nodes, graph.path):
         peer = tuple(bind_dims(s, bound) for s in node.output_shapes)
         outputs: tuple[Shape, ...] = peer
@@ -288,13 +288,15 @@ def _walk(
             if unchecked is not None and is_broadcasting(node):
                 lost = [i for i in node.inputs if i and values.get(i, _DYNAMIC).rank is None]
                 if lost:
-                    producers = {o: n for n in graph.nodes for o in n.outputs if o}
                     why = _why_unknown(lost[0], producers, values, failed)
                     unchecked.append(Unchecked(node.name, node.op, why))
             result, found = check_node(
                 node, graph, values, max_elements, targets=targets, quiet=quiet, collect=collect
             )
-            findings.extend(found + lost_operands(node, values, graph, undecided, quiet=quiet))
+            findings.extend(
+                found
+                + lost_operands(node, values, graph, undecided, quiet=quiet, producers=producers)
+            )
             if any(f.severity is Severity.ERROR for f in found):
                 failed.add(node.name)
             if result is None and unmodelled is not None and _unsized(node, values, peer):
@@ -325,11 +327,11 @@ def _walk(
             if name:
                 values[name] = outputs[index] if index < len(outputs) else Shape.dynamic()
         if (own or node.op == "Gemm") and collect is not None:  # MatMul, Gemm, Concat, Conv
-            if producers is None:
-                producers = {o: n for n in graph.nodes for o in n.outputs if o}
             collect_other(node, graph, values, collect, producers)
         if own and node.op in ("MatMul", "Concat"):  # what they compare may have been lost
-            findings.extend(lost_operands(node, values, graph, undecided, quiet=quiet))
+            findings.extend(
+                lost_operands(node, values, graph, undecided, quiet=quiet, producers=producers)
+            )
         nested.extend(node.subgraphs)
         if ticks is not None:
             next(ticks, None)

@@ -209,8 +209,11 @@ def lost_operands(
     undecided: list[Imposed] | None,
     *,
     quiet: bool = False,
+    producers: Mapping[str, Node] | None = None,
 ) -> list[Finding]:
     """Say where a broadcast compares a dim that a node before it lost.
+
+    ``producers`` maps values to the nodes making them (built here where not given).
 
     For each operand dim that is not exact, the node that lost it is found walking back
     through the operands whose dims are not exact; the finding (info: it is not an error,
@@ -233,7 +236,8 @@ def lost_operands(
         return found
     if all(s is None or s.rank is None or _known(s) for _, s in operands):
         return found
-    producers = {o: n for n in graph.nodes for o in n.outputs if o}
+    if producers is None:
+        producers = {o: n for n in graph.nodes for o in n.outputs if o}
     rank = max((s.rank or 0 for _, s in operands if s is not None), default=0)
     for name, shape in operands:
         if shape is None or shape.rank is None or _known(shape):
