@@ -30,7 +30,6 @@ __all__ = [
     "product",
     "register_expression",
     "reshape_output",
-    "sliced",
     "total",
     "transposed",
     "window_dim",
@@ -227,36 +226,6 @@ def transposed(data: Shape, perm: Sequence[int] | None) -> Shape | None:
     if sorted(order) != list(range(data.rank)):
         return None
     return Shape(data.dims[p] for p in order)
-
-
-def sliced(data: Shape, axis: int, end: Dim | int, expressions: dict[str, Expr]) -> Shape | None:
-    """Return ``data[:end]`` along ``axis`` (negative counts from the last), a static dim there.
-
-    A stop past the end keeps the whole dim (Slice clamps); a dim stop gives ``Min(size,
-    stop)``, recorded in ``expressions``: exporters slice a 64-row buffer to ``seq``. None
-    where the axis is out of range, its dim not static, or the stop negative.
-
-    >>> found = {}
-    >>> out = sliced(Shape.parse("[1,64]"), -1, Dim.symbol("seq"), found)
-    >>> str(found[out.dims[1].name]), str(sliced(Shape.parse("[1,64]"), 1, 100, found))
-    ('Min(64, seq)', '[1,64]')
-    """
-    if data.rank is None:
-        return None
-    at = axis + data.rank if axis < 0 else axis
-    if not 0 <= at < data.rank or not data.dims[at].is_static:
-        return None
-    size = data.dims[at].lo
-    if not isinstance(end, Dim):
-        if end < 0:
-            return None
-        kept = Dim(min(size, end))
-    else:
-        found = expr_of(end, expressions)
-        if found is None:
-            return None
-        kept = expression_dim(Expr("Min", (Expr("int", value=size), found)), expressions)
-    return Shape((*data.dims[:at], kept, *data.dims[at + 1 :]))
 
 
 def register_expression(expr: Expr, base: str, expressions: dict[str, Expr]) -> Dim:

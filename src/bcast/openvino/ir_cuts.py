@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from bcast.core.arithmetic import sliced
 from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
@@ -26,11 +25,10 @@ Value = tuple[Dim | int, ...]
 
 
 def sliced_ir(data: Shape, ins: list[Value | None], expressions: dict[str, Expr]) -> Shape | None:
-    """Slice-8's output: constant starts, stops and steps cut any dim (`slice_length`).
+    """Slice-8's output: constant starts, stops and steps cut any dim (`cut_dim`).
 
-    A stop that is an input's dim (``x[:, :seq]`` of 64 is ``Min(64, seq)``) in the plain
-    case exporters write for a position buffer: one axis, start 0, step 1, a static data
-    dim; a stop past the end keeps the whole dim.
+    A stop may be an input's dim with start 0 and step 1: ``x[:, :seq]`` of a 64-row
+    position buffer is ``Min(64, seq)``.
     """
     start, stop, step = ins[0], ins[1], ins[2]
     axes = ins[3] if len(ins) > 3 else None
@@ -45,11 +43,7 @@ def sliced_ir(data: Shape, ins: list[Value | None], expressions: dict[str, Expr]
         and len(start) == len(stop) == len(step) == len(axes)
     ):
         return cut(data, list(zip(axes, start, stop, step, strict=True)), expressions)
-    if start != (0,) or step != (1,):
-        return None
-    if len(stop) != 1 or len(axes) != 1 or type(axes[0]) is not int:
-        return None
-    return sliced(data, axes[0], stop[0], expressions)
+    return None
 
 
 def cut(
