@@ -132,34 +132,22 @@ def _scalar_broadcast(node: Node, operands: Operands) -> str | None:
     )
 
 
-def _dilations(node: Node) -> tuple[int, ...] | None:
-    """Return a dilated SAME window's dilations (ONNX ``auto_pad`` SAME_*); None otherwise."""
+def _dilated_same(node: Node, operands: Operands) -> str | None:
+    """Say how onnxruntime departs at a SAME window with a dilation: a Conv, or a pool."""
     attrs = dict(node.attrs)
     found = attrs.get("dilations", ())
-    dilations = found if isinstance(found, tuple) else (found,)
+    dilations = list(found) if isinstance(found, tuple) else [found]
     if not attrs.get("auto_same") or all(d == 1 for d in dilations):
         return None
-    return dilations
-
-
-def _dilated_same_conv(node: Node, operands: Operands) -> str | None:
-    dilations = _dilations(node)
-    if dilations is None:
-        return None
+    if node.op == "Conv":
+        return (
+            f"onnxruntime refuses a Conv with auto_pad SAME_UPPER or SAME_LOWER and dilations "
+            f"{dilations} at every size ('Dilation not supported for AutoPadType::SAME_UPPER "
+            "or AutoPadType::SAME_LOWER'); the ONNX text allows it (PyTorch's padding='same' "
+            f"with a dilation exports it; explicit pads run). See {_ORT_DOCS}"
+        )
     return (
-        f"onnxruntime refuses a Conv with auto_pad SAME_UPPER or SAME_LOWER and dilations "
-        f"{list(dilations)} at every size ('Dilation not supported for AutoPadType::SAME_UPPER "
-        "or AutoPadType::SAME_LOWER'); the ONNX text allows it (PyTorch's padding='same' "
-        f"with a dilation exports it; explicit pads run). See {_ORT_DOCS}"
-    )
-
-
-def _dilated_same_pool(node: Node, operands: Operands) -> str | None:
-    dilations = _dilations(node)
-    if dilations is None:
-        return None
-    return (
-        f"onnxruntime sizes a {node.op} with auto_pad SAME and dilations {list(dilations)} "
+        f"onnxruntime sizes a {node.op} with auto_pad SAME and dilations {dilations} "
         "smaller than ceil(input / stride), the ONNX text's size: it pads as if the "
         "window were not dilated (k3, dilation 2, stride 1: 2 fewer), and what meets it "
         f"downstream may not fit. See {_ORT_DOCS}"
@@ -167,8 +155,9 @@ def _dilated_same_pool(node: Node, operands: Operands) -> str | None:
 
 
 _DEVIATIONS: Final = (
-    _Deviation("onnxruntime", frozenset({"Conv"}), _dilated_same_conv),
-    _Deviation("onnxruntime", frozenset({"MaxPool", "AveragePool", "LpPool"}), _dilated_same_pool),
+    _Deviation(
+        "onnxruntime", frozenset({"Conv", "MaxPool", "AveragePool", "LpPool"}), _dilated_same
+    ),
     _Deviation(
         "openvino",
         frozenset(
