@@ -334,3 +334,20 @@ def test_a_truncated_position_length_is_ordered_without_loading_isl() -> None:
         "print('islpy' in sys.modules)\n"
     )
     assert stdout_of(code).strip() == "False"
+
+
+def test_a_reshape_count_of_pooled_dims_is_written_as_the_product_it_is() -> None:
+    # Pool 2x2 then flatten to 12: ((H - 2)//2 + 1)*((W - 2)//2 + 1) must equal 12. The
+    # factors are sums: written without their parentheses the text said another number.
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["p"], "pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Reshape", ["p", "t"], ["y"], "flat"),
+    ]
+    x = helper.make_tensor_value_info("x", F, [1, 1, "H", "W"])
+    t = numpy_helper.from_array(np.array([1, 12], np.int64), "t")
+    model = _model(nodes, [x], [helper.make_tensor_value_info("y", F, None)], [t])
+    (tie,) = bcast.check(model).domain.relations
+    left = tie.text.removesuffix(" must equal 12")
+    said = _e(left)
+    for h, w in [(4, 12), (6, 8), (9, 9), (5, 23)]:
+        assert said.evaluate({"H": h, "W": w}) == (h // 2) * (w // 2), (h, w, left)

@@ -224,8 +224,9 @@ def _product(work: _Work, record: ProductRecord) -> None:
     if named and open_ and wanted and statics % wanted == 0:
         return  # a multiple whatever the dims
     verb = "be a multiple of" if open_ else "equal"
-    shown = "*".join(str(dims.expressions.get(d.name or "", d)) for d in rest) or "1"
-    text = f"Reshape to {list(record.target)}: {shown} must {verb} {wanted}"
+    exprs = tuple(dims.expr(d) for d in named)
+    total = product([Expr("int", value=statics), *exprs])  # a sum's factor in parentheses
+    text = f"Reshape to {list(record.target)}: {total} must {verb} {wanted}"
     by = Imposed(record.node, record.op, None, text)
     test = product_test(dims, record.data, record.target)
     if not named:  # the dims that decide cancel: the target's count is met or never
@@ -233,7 +234,6 @@ def _product(work: _Work, record: ProductRecord) -> None:
         if test({}) is False:
             work.failed.append(by)
         return
-    exprs = tuple(dims.expr(d) for d in named)
 
     def make(space: Space) -> Any:
         if open_:
@@ -245,12 +245,10 @@ def _product(work: _Work, record: ProductRecord) -> None:
         return space.product_equals(exprs, wanted // statics)
 
     region = work.region(("product", exprs, statics, wanted, open_), make)
-    total = product([Expr("int", value=statics), *exprs])
-    if open_:
-        total = Expr("%", (total, Expr("int", value=wanted or 1)))
+    left = Expr("%", (total, Expr("int", value=wanted or 1))) if open_ else total
     goal = Expr("int", value=0 if open_ else wanted)
-    formula = ("compare", total, "==", goal)
-    work.impose(by, free, test, region, f"{shown} must {verb} {wanted}", formula)
+    formula = ("compare", left, "==", goal)
+    work.impose(by, free, test, region, f"{total} must {verb} {wanted}", formula)
 
 
 def _count(work: _Work, record: CountRecord) -> None:
