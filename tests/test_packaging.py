@@ -11,8 +11,10 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -49,14 +51,27 @@ def third_party_imports(paths: list[Path], *, module_level: bool = False) -> set
 
 
 def declared(*extras: str) -> set[str]:
-    names = set()
-    for requirement in importlib.metadata.requires("bcast") or []:
-        name = re.match(r"[A-Za-z0-9_.\-]+", requirement)
-        assert name is not None
-        marker = requirement.partition(";")[2]
-        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
-        if extra is None or extra.group(1) in extras:
-            names.add(name.group(0).lower().replace("_", "-"))
+    """The distributions bcast's metadata requires with these extras (``bcast[a,b]`` in one
+    extra, as setuptools writes it, brings extras a and b)."""
+    names: set[str] = set()
+    wanted: list[str | None] = [None, *extras]  # None: the hard dependencies
+    seen: set[str | None] = set()
+    while wanted:
+        chosen = wanted.pop()
+        seen.add(chosen)
+        for requirement in importlib.metadata.requires("bcast") or []:
+            name = re.match(r"[A-Za-z0-9_.\-]+", requirement)
+            assert name is not None
+            marker = requirement.partition(";")[2]
+            extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
+            if (None if extra is None else extra.group(1)) != chosen:
+                continue
+            if name.group(0) == "bcast":
+                inner = re.search(r"\[([^\]]*)\]", requirement)
+                assert inner is not None, requirement
+                wanted += [e.strip() for e in inner.group(1).split(",") if e.strip() not in seen]
+            else:
+                names.add(name.group(0).lower().replace("_", "-"))
     return names
 
 
@@ -145,7 +160,7 @@ def test_classifiers_say_typed_and_every_supported_python() -> None:
 def test_version_is_written_once() -> None:
     config = _pyproject()
     assert "version" not in config["project"] and "version" in config["project"]["dynamic"]
-    assert config["tool"]["hatch"]["version"]["path"] == "src/bcast/__init__.py"
+    assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "bcast.__version__"}
     source = (SRC / "__init__.py").read_text(encoding="utf-8")
     assert re.search(r'^__version__ = "\d+\.\d+\.\d+"$', source, re.MULTILINE)
 
@@ -163,7 +178,7 @@ def test_every_declared_dependency_is_imported() -> None:
 
 
 def test_the_wheel_carries_license_schemas_and_metadata(tmp_path: Path) -> None:
-    pytest.importorskip("hatchling", reason="building the wheel needs hatchling (test extra)")
+    pytest.importorskip("setuptools", reason="building the wheel needs setuptools (test extra)")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(PROJECT), "--no-deps", "--no-build-isolation",
          "-q", "-w", str(tmp_path)],
@@ -180,6 +195,9 @@ def test_the_wheel_carries_license_schemas_and_metadata(tmp_path: Path) -> None:
         names
     )
     assert "bcast/py.typed" in names
+    assert not any(n.endswith(".c") for n in names)  # the extension's source stays in the sdist
+    if shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]):
+        assert any(re.fullmatch(r"bcast/ops/_tinyc\..*(so|pyd)", n) for n in names), names
     assert "License-Expression: Apache-2.0" in text and "Classifier: Typing :: Typed" in text
     version = re.search(r'__version__ = "([^"]+)"', (SRC / "__init__.py").read_text())
     assert version is not None and f"Version: {version.group(1)}\n" in text

@@ -18,11 +18,12 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from python_paths import python_ops as ops  # the calls planned behind the compiled tiny path
 
-from bcast import BroadcastError, engine, ops
+from bcast import BroadcastError, engine
 from bcast.engine import compiled as _compiled
 from bcast.engine import parallel as _parallel
-from bcast.ops import MemoryLimitError, memory_limit
+from bcast.ops import MemoryLimitError, _tiny, memory_limit
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
 
@@ -169,7 +170,7 @@ def test_threads_decided_once_per_plan_follow_the_setting() -> None:
         with engine.settings(**forced):
             ops.add(a, b, out=out)
             runners = [
-                call.runner for cache in [ops._tiny.CALLS["add"]] for call in cache._calls.values()
+                call.runner for cache in [_tiny.CALLS["add"]] for call in cache._calls.values()
             ]  # type: ignore[attr-defined]
             chosen.append([r.threads for r in runners])
             same_bits(ops.add(a, b, out=out), a + b)
@@ -204,7 +205,7 @@ def test_concurrent_replays_of_one_call_are_correct(
     forced = {**COMPILED, "threads": threads, "compiled_thread_work": 1, "parallel_min": 1}
     with engine.settings(**forced):
         ops.add(a, bs[0], out=outs[0])  # planned: every thread replays the one runner
-        [call] = ops._tiny.CALLS["add"]._calls.values()  # type: ignore[attr-defined]
+        [call] = _tiny.CALLS["add"]._calls.values()  # type: ignore[attr-defined]
         assert call.runner is not None
         assert call.runner.threads == threads
         assert bool(call.runner.walk.tiles) == tiled

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from python_paths import python_ops
 
 from bcast import engine, ops
 from bcast.core.errors import BroadcastError
@@ -265,34 +266,40 @@ def test_settings_restore_and_env_override(monkeypatch: pytest.MonkeyPatch) -> N
 # -- the tiny path ---------------------------------------------------------------------------
 
 
-def test_tiny_path_results_are_new_arrays_of_the_right_kind() -> None:
+@pytest.fixture(params=["compiled", "numpy"])
+def tiny_ops(request: pytest.FixtureRequest) -> Any:
+    """`bcast.ops` as users call it, then without the compiled tiny path (NumPy's ufunc)."""
+    return ops if request.param == "compiled" else python_ops
+
+
+def test_tiny_path_results_are_new_arrays_of_the_right_kind(tiny_ops: Any) -> None:
     a, b = np.array(3.0, np.float32), np.array(2.0, np.float32)
-    got = ops.add(a, b)
+    got = tiny_ops.add(a, b)
     assert type(got) is np.ndarray and got.shape == () and got.dtype == np.float32
-    assert ops.less(np.ones(3, np.int8), np.zeros(1, np.int8)).dtype == bool
+    assert tiny_ops.less(np.ones(3, np.int8), np.zeros(1, np.int8)).dtype == bool
     x = np.ones(4)
-    assert not np.shares_memory(ops.mul(x, np.ones(1)), x)
+    assert not np.shares_memory(tiny_ops.mul(x, np.ones(1)), x)
 
 
-def test_tiny_path_is_quiet_and_explains_errors() -> None:
+def test_tiny_path_is_quiet_and_explains_errors(tiny_ops: Any) -> None:
     big = np.full(3, 3e38, np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert np.isinf(ops.add(big, big)).all()
-        assert np.isinf(ops.div(np.ones(2), np.zeros(2))).all()
+        assert np.isinf(tiny_ops.add(big, big)).all()
+        assert np.isinf(tiny_ops.div(np.ones(2), np.zeros(2))).all()
     with pytest.raises(BroadcastError, match="cannot broadcast"):
-        ops.add(np.ones(3), np.ones(4))
+        tiny_ops.add(np.ones(3), np.ones(4))
     with pytest.raises(BroadcastError):
-        ops.add(np.ones(3), np.ones(3), axis=0)
+        tiny_ops.add(np.ones(3), np.ones(3), axis=0)
     with pytest.raises(TypeError):
-        ops.add(np.ones(3), np.ones(3), axis=-1.0)  # type: ignore[arg-type]
+        tiny_ops.add(np.ones(3), np.ones(3), axis=-1.0)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow", "less", "and_"])
-def test_binary_options_stay_keyword_only(op: str) -> None:
+def test_binary_options_stay_keyword_only(op: str, tiny_ops: Any) -> None:
     """The wrapper declares its options positional (CPython calls that faster); a third
     positional argument is still refused, whichever path the call would take."""
-    fn = getattr(ops, op)
+    fn = getattr(tiny_ops, op)
     a = np.ones(3, bool) if op == "and_" else np.ones(3)
     for extra in (["numpy"], ["numpy", -1], ["numpy", -1, np.empty(3)], ["pdpd", 0]):
         with pytest.raises(TypeError, match=rf"{op}\(\) takes 2 positional arguments"):
@@ -307,42 +314,42 @@ def test_binary_options_stay_keyword_only(op: str) -> None:
     ]
 
 
-def test_tiny_path_honours_a_memory_limit() -> None:
+def test_tiny_path_honours_a_memory_limit(tiny_ops: Any) -> None:
     from bcast.ops import MemoryLimitError
 
-    with ops.memory_limit(10), pytest.raises(MemoryLimitError):
-        ops.add(np.ones(4, np.float32), np.ones(1, np.float32))
-    assert ops.add(np.ones(4, np.float32), np.ones(1, np.float32)).shape == (4,)
+    with tiny_ops.memory_limit(10), pytest.raises(MemoryLimitError):
+        tiny_ops.add(np.ones(4, np.float32), np.ones(1, np.float32))
+    assert tiny_ops.add(np.ones(4, np.float32), np.ones(1, np.float32)).shape == (4,)
 
 
-def test_tiny_path_with_out() -> None:
+def test_tiny_path_with_out(tiny_ops: Any) -> None:
     a, b = np.arange(4.0), np.array([10.0])
     out = np.empty(4)
-    assert ops.add(a, b, out=out) is out
+    assert tiny_ops.add(a, b, out=out) is out
     np.testing.assert_array_equal(out, a + b)
-    assert ops.less(a, b, out=np.empty(4, bool)).all()
+    assert tiny_ops.less(a, b, out=np.empty(4, bool)).all()
     with pytest.raises(ValueError, match=r"out has shape \[1\]"):
-        ops.add(b, a, out=np.empty(1))
+        tiny_ops.add(b, a, out=np.empty(1))
     with pytest.raises(ValueError, match=r"out has shape \[2, 4\]"):
-        ops.add(a, b, out=np.empty((2, 4)))
+        tiny_ops.add(a, b, out=np.empty((2, 4)))
     with pytest.raises(ValueError, match="read-only"):
-        ops.add(a, b, out=np.broadcast_to(np.empty(4), (4,)))
+        tiny_ops.add(a, b, out=np.broadcast_to(np.empty(4), (4,)))
     with pytest.raises(TypeError, match="out has dtype float32"):
-        ops.add(a, b, out=np.empty(4, np.float32))
-    assert ops.add(a, b, out=a) is a  # out aliasing an operand
+        tiny_ops.add(a, b, out=np.empty(4, np.float32))
+    assert tiny_ops.add(a, b, out=a) is a  # out aliasing an operand
     np.testing.assert_array_equal(a, [10.0, 11.0, 12.0, 13.0])
     zero = np.empty((), np.float64)
-    assert ops.mul(np.array(3.0), np.array(2.0), out=zero) is zero
+    assert tiny_ops.mul(np.array(3.0), np.array(2.0), out=zero) is zero
     assert zero == 6.0
 
 
-def test_quiet_context_used_by_two_threads_at_once() -> None:
+def test_quiet_context_used_by_two_threads_at_once(tiny_ops: Any) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     a = np.arange(16.0)
 
     def many(_: int) -> float:
-        return float(sum(ops.add(a, a).sum() for _ in range(300)))
+        return float(sum(tiny_ops.add(a, a).sum() for _ in range(300)))
 
     with ThreadPoolExecutor(4) as pool:
         assert set(pool.map(many, range(8))) == {300 * 240.0}

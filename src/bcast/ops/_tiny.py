@@ -1,6 +1,7 @@
 """The tiny fast path of the binary operators, and which kernel each one runs.
 
-Small NumPy work is one dictionary lookup and one quiet ufunc call (`tiny_path`); a NumPy
+Small NumPy work is one call of the compiled tiny path (`bcast.ops._tinyc`, where the build
+could compile it), else one dictionary lookup and one quiet ufunc call (`tiny_path`); a NumPy
 array meeting a scalar that needs no check joins it. Everything else goes to the operator's
 full path in `bcast.ops._binary`, which checks, plans and explains.
 """
@@ -8,6 +9,7 @@ full path in `bcast.ops._binary`, which checks, plans and explains.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
@@ -44,6 +46,15 @@ _TINY_OUT: Final = engine.TINY // 2
 which replays the call in one compiled call, is faster than NumPy's ufunc on a broadcast
 operand: (64,64)+(64,) float32 took 1.53 us through it, 1.83 us through the ufunc."""
 _WALKED: Final = engine.WALKED
+_COMPILED_SIZE: Final = 4 * engine.TINY
+"""The largest result (in elements, new or ``out=``) the compiled tiny path computes. Its
+plain C loops are as quick as the compiled entry's up to about 64 KiB of float32 ((256,64)
++(64,) into out=: 2.37 us against 2.52 us) and slower from 256 KiB (9.2 us against 6.4 us),
+where the entry's wider vectors and streaming stores pay."""
+try:  # by name: an extension has no source for import-linter's graph to place
+    _compiled_tiny: Any = importlib.import_module("bcast.ops._tinyc")
+except ImportError:  # built without a C compiler: NumPy's ufuncs take the tiny calls
+    _compiled_tiny = None
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -190,9 +201,33 @@ def _scalar_pair(a: Any, b: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def tiny_path(op: str) -> Callable[[_F], _F]:
+def compiled_tiny(op: str) -> Any:
+    """Return the compiled tiny call of ``op`` (`bcast.ops._tinyc`), or None if there is none.
+
+    It takes the dtypes whose kernel for ``op`` is the ufunc it has loops of, and returns
+    None for any call it does not take (the caller goes on as without it).
+
+    >>> import numpy as np
+    >>> fast = compiled_tiny("add")
+    >>> fast is None or fast(np.ones(2, np.float32), np.ones(1, np.float32)).tolist() == [2, 2]
+    True
+    """
+    table = _TINY[op]
+    if _compiled_tiny is None or not table:
+        return None
+    name = next(iter(table.values())).__name__
+    numbers = [dtype.num for dtype, ufunc in table.items() if ufunc.__name__ == name]
+    return _compiled_tiny.binary(name, numbers, _COMPILED_SIZE)
+
+
+def tiny_path(op: str, *, compiled: bool = True) -> Callable[[_F], _F]:
     """Give a binary operator the tiny fast path in front of its full path.
 
+    First, where ``compiled`` and the build compiled it, the C tiny path (`compiled_tiny`):
+    C-contiguous NumPy operands of one dtype it has a loop for, the default broadcast, a
+    result (or ``out=``, not overlapping an operand but as itself) of at most
+    `_COMPILED_SIZE` elements, no memory limit below `bcast.engine.guard.SMALL_BYTES`: one C
+    call, a third of a NumPy ufunc call's time. Then NumPy's ufunc:
     NumPy operands of one dtype whose kernel is one ufunc, the default multidirectional
     broadcast (NumPy's own: the ufunc applies exactly the plan), a result too small for the
     memory guard or for threads (or an ``out=`` of an operand's shape and the result's
@@ -210,6 +245,7 @@ def tiny_path(op: str) -> Callable[[_F], _F]:
     """
     table = _TINY[op]
     calls = CALLS[op].lookup
+    fast = compiled_tiny(op) if compiled else None
     fixed = None if fixed_output(op) is None else np.dtype(fixed_output(op))
 
     def decorate(full: _F) -> _F:
@@ -223,6 +259,16 @@ def tiny_path(op: str) -> Callable[[_F], _F]:
             axis: Any = _DEFAULT_AXIS,
             out: Any = None,
         ) -> Any:
+            if (
+                fast is not None
+                and broadcast is _NUMPY
+                and axis is _DEFAULT_AXIS
+                and extra is _NO_ARG
+                and (_guard.small_fits or out is not None or _guard.small_fits_here())
+            ):
+                result = fast(a, b, out)
+                if result is not None:
+                    return result
             if extra is not _NO_ARG:
                 raise TypeError(
                     f"{op}() takes 2 positional arguments (a, b); pass broadcast=, axis= "
