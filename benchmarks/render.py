@@ -21,6 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import render_check
 import render_sizes
+import render_targets
 
 COMBINED_SCHEMA = "bcast-bench/1"  # run_all.py: {"ops": ..., "shapes": ...}
 TIMES = render_sizes.TIMES  # the multiplication sign of "2.50x"
@@ -323,6 +324,7 @@ def render_markdown(
         "STREAM shares, not the absolute times.",
         "",
     ]
+    lines += render_targets.markdown(ops, sizes, shapes)
     if ops is not None:
         lines += ops_markdown(ops, png_name)
     if sizes is not None:

@@ -277,3 +277,37 @@ def test_the_check_section_says_whether_the_targets_are_met() -> None:
     assert "median ratio 1.75, worst 3.00" in text and "**not met**" in text
     assert "| `b.xml` | openvino compile | 0.200 s | 0.400 s | 0.50 |" in text
     assert "30,000-node" in text and "under 2 s, **met**" in text
+
+
+T = _load("bcast_bench_render_targets", "render_targets.py")
+
+
+def test_the_targets_say_which_peer_was_faster() -> None:
+    def peer(name: str, family: str, seconds: float) -> dict[str, object]:
+        return {"name": name, "family": family, "status": "ok", "median_s": seconds}
+
+    sizes = {"sweep": [
+        {"family": "bias2d", "dtype": "float32", "output_bytes": 64 << 10, "peers": [
+            peer("bcast", "bcast", 1e-6), peer("bcast out=", "bcast", 2e-6),
+            peer("torch out=", "PyTorch", 2.5e-6), peer("numpy", "NumPy", 9e-6)]},
+        {"family": "bias2d", "dtype": "float64", "output_bytes": 1 << 20, "peers": [
+            peer("bcast out=", "bcast", 4e-6), peer("openvino", "OpenVINO", 3e-6)]},
+        {"family": "outer", "dtype": "float32", "output_bytes": 1 << 20, "peers": [
+            peer("bcast out=", "bcast", 4e-6), peer("torch", "PyTorch", 1e-6)]},
+    ]}  # fmt: skip
+    ops = {"cases": [{"name": "tiny", "peers": [peer("bcast", "bcast", 2e-7),
+                                                peer("numpy", "NumPy", 5e-7)]}]}  # fmt: skip
+    shapes = {"records": [
+        {"case": "static", "peer": "bcast", "status": "ok", "us_per_call": 0.5},
+        {"case": "static", "peer": "numpy", "status": "ok", "us_per_call": 1.25},
+    ]}  # fmt: skip
+    rows = list(T.rows(ops, sizes, shapes))
+    assert [(r[1], round(r[2], 3), r[4]) for r in rows] == [
+        ("torch out=", 1.25, True),  # bcast itself (1 us) is not a peer
+        ("openvino", 0.75, False),
+        ("numpy", 0.4, True),
+        ("numpy", 2.5, False),  # broadcast_shapes: 2.5x NumPy, the target is 3
+    ]  # the outer add is not a target row
+    text = "\n".join(T.markdown(ops, sizes, shapes))
+    assert "**2 of 4 met**" in text and "float64, 1 MiB (0.75)" in text
+    assert T.markdown(None, None, None) == []

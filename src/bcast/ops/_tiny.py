@@ -48,9 +48,9 @@ operand: (64,64)+(64,) float32 took 1.53 us through it, 1.83 us through the ufun
 _WALKED: Final = engine.WALKED
 _COMPILED_SIZE: Final = 4 * engine.TINY
 """The largest result (in elements, new or ``out=``) the compiled tiny path computes. Its
-plain C loops are as quick as the compiled entry's up to about 64 KiB of float32 ((256,64)
-+(64,) into out=: 2.37 us against 2.52 us) and slower from 256 KiB (9.2 us against 6.4 us),
-where the entry's wider vectors and streaming stores pay."""
+plain C loops (AVX2) beat the compiled entry up to here ((256,64)+(64,) float32 into out=:
+2.3 us against 3.0 us) and only tie it at twice the size (4.6 against 4.3 us; a new float64
+result 9.0 against 7.5 us), where the entry's AVX-512 and its choice of stores pay."""
 try:  # by name: an extension has no source for import-linter's graph to place
     _compiled_tiny: Any = importlib.import_module("bcast.ops._tinyc")
 except ImportError:  # built without a C compiler: NumPy's ufuncs take the tiny calls
