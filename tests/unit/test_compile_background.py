@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from python_paths import python_ops as ops  # what compiles behind the compiled tiny path
 
-from bcast import engine, ops
+from bcast import engine
 from bcast.engine import compiled as _compiled
 from bcast.engine import operations as _operations
 from bcast.engine import warm

@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bcast import engine, ops
+from bcast import engine
 from bcast.engine import parallel as _parallel
 from bcast.engine.runner import MAX_RANK
 
 pytest.importorskip("numba", reason="the compiled path needs the 'fast' extra (numba)")
+
+from python_paths import python_ops as ops  # the compiled path behind the C tiny path
 
 from bcast.engine import numba_kernels as _kernels
 from bcast.engine import numba_team as _team
