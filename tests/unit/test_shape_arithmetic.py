@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import bcast
+from bcast.loading import load_graph
 from bcast.models import Severity
 
 onnx = pytest.importorskip("onnx")
@@ -665,3 +666,48 @@ def test_an_ir_strided_slice_is_sized_as_openvino_sizes_it(
     assert [h for h in range(1, 11) if ir_runs(h)] == runs
     assert not bcast.check(path).domain.undecided
     assert [h for h in range(1, 11) if _accepted(path, {"x.1": h})] == runs
+
+
+STRIDED_MASKS = [  # begin, end, masks (begin, end, new axis, shrink, ellipsis), the constant
+    ("x[..., -1]", [0, -1], [0, 0], ([1, 0], [1, 0], [0, 0], [0, 1], [1, 0]), (1, 3), [1, 3]),
+    ("x[:, 2]", [0, 2], [0, 0], ([1, 0], [1, 0], [0, 0], [0, 1], [0, 0]), (1, 8),
+     list(range(1, 11))),  # OpenVINO clamps the index: any H
+    ("x[:, None, 1:]", [0, 0, 1], [0, 0, 0], ([1, 0, 0], [1, 0, 1], [0, 1, 0], [0, 0, 0],
+     [0, 0, 0]), (1, 1, 3, 8), [2, 4]),  # h - 1 rows against 3
+    ("x[None, ..., 1:, 2]", [0, 0, 1, 2], [0, 0, 0, 0], ([1, 1, 0, 0], [1, 1, 1, 0],
+     [1, 0, 0, 0], [0, 0, 0, 1], [0, 1, 0, 0]), (1, 1, 3), [2, 4]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("label", "begin", "end", "masks", "other", "runs"),
+    STRIDED_MASKS,
+    ids=[m[0] for m in STRIDED_MASKS],
+)
+def test_an_ir_strided_slice_with_new_shrunk_and_ellipsis_axes_is_openvinos(
+    tmp_path, label, begin, end, masks, other, runs
+) -> None:
+    # The masks place the entries (bcast.core.spatial.strided_axes). A shrunk axis's index
+    # out of its dim is clamped by OpenVINO (x[:, 2] at H = 1 reads row 0), not refused.
+    ov = pytest.importorskip("openvino")
+    o = ov.opset13
+    x = o.parameter([1, -1, 8], np.float32, name="x")
+    strides = np.ones(len(begin), np.int64)
+    cut = o.strided_slice(x, np.array(begin, np.int64), np.array(end, np.int64), strides,
+                          *masks)  # fmt: skip
+    path = str(tmp_path / "strided.xml")
+    ov.save_model(ov.Model([o.add(cut, o.constant(np.ones(other, np.float32)))], [x]), path)
+
+    def ir_runs(h: int) -> bool:
+        try:
+            ov.Core().compile_model(path, "CPU")(np.ones((1, h, 8), np.float32))
+        except RuntimeError:
+            return False
+        return True
+
+    assert [h for h in range(1, 11) if ir_runs(h)] == runs, label
+    graph = load_graph(path)
+    (node,) = [n for n in graph.nodes if n.op == "StridedSlice"]
+    assert not node.unmodelled and node.output_shapes[0].rank == len(other), node
+    assert not bcast.check(path).domain.undecided
+    assert [h for h in range(1, 11) if _accepted(path, {"x.1": h})] == runs, label

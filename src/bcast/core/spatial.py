@@ -27,6 +27,7 @@ __all__ = [
     "range_length",
     "scaled_dim",
     "slice_length",
+    "strided_axes",
     "transposed_window_dim",
     "up",
 ]
@@ -212,6 +213,58 @@ def cut_dim(
         return expression_dim(Expr("Min", (size, stop)), expressions)
     found = slice_length(size, start, end, step)
     return Dim.unknown() if found is None else expression_dim(found, expressions)
+
+
+def strided_axes(
+    rank: int,
+    count: int,
+    new_axis: list[int],
+    shrink: list[int],
+    ellipsis: list[int],
+) -> list[tuple[str, int, int]] | None:
+    """Place a StridedSlice's ``count`` entries on a rank-``rank`` input (OpenVINO, as TF).
+
+    Each output axis, in order, as ``(kind, input axis, entry)``: ``"slice"`` cuts the
+    input axis by the entry's begin, end and stride; ``"shrink"`` takes the element at the
+    entry's begin and drops the axis (it makes no output axis, but is listed); ``"new"``
+    inserts an axis of 1 (input axis -1); ``"keep"`` copies an input axis the entries do not
+    name (those of an ellipsis, and the trailing ones; entry -1 for the latter). A mask
+    shorter than the entries is read as zeros. None where the masks cannot apply: two
+    ellipses, a new axis that is also shrunk or an ellipsis, more entries than input axes.
+
+    >>> strided_axes(3, 2, [0, 1], [0, 0], [1, 0])  # x[..., None]
+    [('keep', 0, 0), ('keep', 1, 0), ('keep', 2, 0), ('new', -1, 1)]
+    >>> strided_axes(3, 2, [0, 0], [0, 1], [0, 0])  # x[a:b, k]
+    [('slice', 0, 0), ('shrink', 1, 1), ('keep', 2, -1)]
+    >>> strided_axes(2, 3, [0, 0, 0], [0, 0, 0], [0, 0, 0]) is None
+    True
+    """
+
+    def bit(mask: list[int], at: int) -> bool:
+        return at < len(mask) and mask[at] != 0
+
+    if sum(bit(ellipsis, i) for i in range(count)) > 1 or any(
+        bit(new_axis, i) and (bit(shrink, i) or bit(ellipsis, i)) for i in range(count)
+    ):
+        return None
+    consumed = sum(not bit(new_axis, i) and not bit(ellipsis, i) for i in range(count))
+    placed: list[tuple[str, int, int]] = []
+    axis = 0
+    for i in range(count):
+        if bit(ellipsis, i):
+            spread = rank - consumed
+            if spread < 0:
+                return None
+            placed += [("keep", axis + j, i) for j in range(spread)]
+            axis += spread
+        elif bit(new_axis, i):
+            placed.append(("new", -1, i))
+        else:
+            if axis >= rank:
+                return None
+            placed.append(("shrink" if bit(shrink, i) else "slice", axis, i))
+            axis += 1
+    return placed + [("keep", a, -1) for a in range(axis, rank)]
 
 
 def range_length(start: int, limit: Expr, delta: int) -> Expr | None:

@@ -40,8 +40,7 @@ NOT_COLLECTED: Final = (
     "If/Loop/Scan bodies (they run for some data only)",
     "Pad's pads computed in the graph that may be negative or that a mirror must fit",
     "OpenVINO's rule that a pooling window rounding up fits the padded input",
-    "OpenVINO StridedSlice with new-axis, shrink or ellipsis masks, and Interpolate with "
-    "pads or computed scales",
+    "OpenVINO Interpolate with pads or computed scales",
     "IR Reshape targets, Slice ends and Pad amounts computed by other operators than "
     "ShapeOf, Gather, Concat, element-wise arithmetic, Slice, Transpose and Split",
     "index bounds of ScatterND, and of Gather and GatherND indices made otherwise than by "

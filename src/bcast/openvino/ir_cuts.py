@@ -15,7 +15,7 @@ from bcast.core.dim import Dim
 from bcast.core.expressions import Expr
 from bcast.core.shape import Shape
 from bcast.core.shape_values import Element
-from bcast.core.spatial import BIG, cut_dim
+from bcast.core.spatial import BIG, cut_dim, strided_axes
 from bcast.models import Graph
 from bcast.openvino.ir_spatial import ints
 
@@ -121,13 +121,18 @@ def strided(
     """StridedSlice-1 of constant begin, end and strides, as Python slices (`cut`).
 
     A ``begin_mask`` or ``end_mask`` of 1 ignores that bound (from the start, to the end);
-    any new axis, shrink or ellipsis mask: None (not sized).
+    a new axis is a 1, a shrunk axis goes (OpenVINO clamps its index into the dim, so it
+    requires nothing: docs/peer-differences.md), an ellipsis keeps the axes the other
+    entries do not name (`bcast.core.spatial.strided_axes`).
 
     >>> g = Graph("m.xml", "openvino")
     >>> attrs = {"begin_mask": "1, 0", "end_mask": "1, 0"}
     >>> out = strided(Shape.parse("[N,h]"), attrs, [(0, 1), (0, -1), (1, 2)], g)
     >>> str(g.expressions[out.dims[1].name])
     '(Max(Max(h - 1, 0) - Min(1, h), 0) + 1)//2'
+    >>> masks = {"ellipsis_mask": "1, 0", "shrink_axis_mask": "0, 1", "new_axis_mask": "0"}
+    >>> str(strided(Shape.parse("[N,h,8]"), masks, [(0, -1), (0, 0), (1, 1)], g))  # x[..., -1]
+    '[N,h]'
     """
     begin, end, strides = ins
     if (
@@ -135,21 +140,39 @@ def strided(
         or end is None
         or strides is None
         or not len(begin) == len(end) == len(strides)
+        or x.rank is None
+        or not all(type(v) is int for v in (*begin, *end, *strides))
     ):
         return None
     masks = {k: ints(data.get(k), []) for k in ("begin_mask", "end_mask", "new_axis_mask",
                                                  "shrink_axis_mask", "ellipsis_mask")}  # fmt: skip
-    if any(m is None for m in masks.values()) or any(
-        1 in (masks[k] or []) for k in ("new_axis_mask", "shrink_axis_mask", "ellipsis_mask")
-    ):
+    if any(m is None for m in masks.values()):
         return None
-    if len(begin) > (x.rank or 0) or not all(type(v) is int for v in (*begin, *end, *strides)):
+    placed = strided_axes(
+        x.rank,
+        len(begin),
+        masks["new_axis_mask"] or [],
+        masks["shrink_axis_mask"] or [],
+        masks["ellipsis_mask"] or [],
+    )
+    if placed is None:
         return None
+    begin_mask, end_mask = masks["begin_mask"] or [], masks["end_mask"] or []
     cuts: list[tuple[Element, ...]] = []
-    for axis, (b, e, step) in enumerate(zip(begin, end, strides, strict=True)):
-        skip_begin = axis < len(masks["begin_mask"] or []) and (masks["begin_mask"] or [])[axis]
-        skip_end = axis < len(masks["end_mask"] or []) and (masks["end_mask"] or [])[axis]
-        first = (0 if int(step) > 0 else -1) if skip_begin else int(b)
-        last = (BIG if int(step) > 0 else -BIG - 1) if skip_end else int(e)
-        cuts.append((axis, first, last, int(step)))
-    return cut(x, cuts, graph.expressions)
+    for kind, axis, entry in placed:
+        if kind != "slice":
+            continue
+        b, e, step = int(begin[entry]), int(end[entry]), int(strides[entry])
+        skip_begin = entry < len(begin_mask) and begin_mask[entry]
+        skip_end = entry < len(end_mask) and end_mask[entry]
+        first = (0 if step > 0 else -1) if skip_begin else b
+        last = (BIG if step > 0 else -BIG - 1) if skip_end else e
+        cuts.append((axis, first, last, step))
+    sliced = cut(x, cuts, graph.expressions)
+    if sliced is None:
+        return None
+    return Shape(
+        Dim(1) if kind == "new" else sliced.dims[axis]
+        for kind, axis, _ in placed
+        if kind != "shrink"
+    )
