@@ -638,6 +638,26 @@ def test_an_ir_interpolate_is_sized_as_openvino_sizes_it(tmp_path, how, sizes) -
     assert [h for h in range(1, 10) if _accepted(path, {"x.2": h, "x.3": 6})] == sizes
 
 
+def _strided_ir(tmp_path, make_cut, other) -> tuple[str, list[int]]:
+    """Save ``make_cut(opset, x) + ones(other)`` for x of ``[1,H,8]`` as IR; return its path
+    and the H in 1..10 at which OpenVINO runs it."""
+    ov = pytest.importorskip("openvino")
+    o = ov.opset13
+    x = o.parameter([1, -1, 8], np.float32, name="x")
+    path = str(tmp_path / "strided.xml")
+    added = o.add(make_cut(o, x), o.constant(np.ones(other, np.float32)))
+    ov.save_model(ov.Model([added], [x]), path)
+
+    def ir_runs(h: int) -> bool:
+        try:
+            ov.Core().compile_model(path, "CPU")(np.ones((1, h, 8), np.float32))
+        except RuntimeError:
+            return False
+        return True
+
+    return path, [h for h in range(1, 11) if ir_runs(h)]
+
+
 @pytest.mark.parametrize(
     ("begin_mask", "end_mask", "runs"),
     [
@@ -648,22 +668,14 @@ def test_an_ir_interpolate_is_sized_as_openvino_sizes_it(tmp_path, how, sizes) -
 def test_an_ir_strided_slice_is_sized_as_openvino_sizes_it(
     tmp_path, begin_mask, end_mask, runs
 ) -> None:
-    ov = pytest.importorskip("openvino")
-    o = ov.opset13
-    x = o.parameter([1, -1, 8], np.float32, name="x")
-    cut = o.strided_slice(x, np.array([0, 1, 0], np.int64), np.array([0, -1, 0], np.int64),
-                          np.array([1, 2, 1], np.int64), begin_mask, end_mask)  # fmt: skip
-    path = str(tmp_path / "strided.xml")
-    ov.save_model(ov.Model([o.add(cut, o.constant(np.ones((1, 3, 8), np.float32)))], [x]), path)
-
-    def ir_runs(h: int) -> bool:
-        try:
-            ov.Core().compile_model(path, "CPU")(np.ones((1, h, 8), np.float32))
-        except RuntimeError:
-            return False
-        return True
-
-    assert [h for h in range(1, 11) if ir_runs(h)] == runs
+    path, ran = _strided_ir(
+        tmp_path,
+        lambda o, x: o.strided_slice(
+            x, np.array([0, 1, 0], np.int64), np.array([0, -1, 0], np.int64),
+            np.array([1, 2, 1], np.int64), begin_mask, end_mask),
+        (1, 3, 8),
+    )  # fmt: skip
+    assert ran == runs
     assert not bcast.check(path).domain.undecided
     assert [h for h in range(1, 11) if _accepted(path, {"x.1": h})] == runs
 
@@ -689,23 +701,13 @@ def test_an_ir_strided_slice_with_new_shrunk_and_ellipsis_axes_is_openvinos(
 ) -> None:
     # The masks place the entries (bcast.core.spatial.strided_axes). A shrunk axis's index
     # out of its dim is clamped by OpenVINO (x[:, 2] at H = 1 reads row 0), not refused.
-    ov = pytest.importorskip("openvino")
-    o = ov.opset13
-    x = o.parameter([1, -1, 8], np.float32, name="x")
-    strides = np.ones(len(begin), np.int64)
-    cut = o.strided_slice(x, np.array(begin, np.int64), np.array(end, np.int64), strides,
-                          *masks)  # fmt: skip
-    path = str(tmp_path / "strided.xml")
-    ov.save_model(ov.Model([o.add(cut, o.constant(np.ones(other, np.float32)))], [x]), path)
-
-    def ir_runs(h: int) -> bool:
-        try:
-            ov.Core().compile_model(path, "CPU")(np.ones((1, h, 8), np.float32))
-        except RuntimeError:
-            return False
-        return True
-
-    assert [h for h in range(1, 11) if ir_runs(h)] == runs, label
+    path, ran = _strided_ir(
+        tmp_path,
+        lambda o, x: o.strided_slice(x, np.array(begin, np.int64), np.array(end, np.int64),
+                                     np.ones(len(begin), np.int64), *masks),
+        other,
+    )  # fmt: skip
+    assert ran == runs, label
     graph = load_graph(path)
     (node,) = [n for n in graph.nodes if n.op == "StridedSlice"]
     assert not node.unmodelled and node.output_shapes[0].rank == len(other), node
