@@ -2,7 +2,8 @@
 
 Usage::
 
-    python benchmarks/bench_sizes.py [--quick] [--only sweep|first] [--json PATH]
+    python benchmarks/bench_sizes.py [--quick] [--only sweep|first] [--families bias2d,...]
+                                     [--json PATH]
 
 *Sweep*: ``add`` of three shapes of operands, float32 and float64, at outputs of 64 KiB,
 256 KiB, ... 1 GiB (``--quick``: 64 KiB, 1 MiB and 16 MiB): the 2-D bias add
@@ -132,9 +133,11 @@ def sweep_case(
     return record
 
 
-def run_sweep(sizes: Sequence[int], settings: b.Settings) -> list[dict[str, Any]]:
+def run_sweep(
+    sizes: Sequence[int], settings: b.Settings, families: Sequence[str] = tuple(FAMILIES)
+) -> list[dict[str, Any]]:
     records = []
-    for family in FAMILIES:
+    for family in families:
         for dtype in DTYPES:
             for size in sizes:
                 record = sweep_case(family, dtype, size, settings)
@@ -254,7 +257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="three sizes, few short samples")
     ap.add_argument("--only", choices=["sweep", "first"], help="run one part only")
     ap.add_argument("--json", type=Path, help="write the results here (default: stdout)")
+    ap.add_argument(
+        "--families",
+        default=",".join(FAMILIES),
+        help=f"comma-separated shape families of the sweep (default: {','.join(FAMILIES)})",
+    )
     args = ap.parse_args(argv)
+    families = [f for f in args.families.split(",") if f]
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        ap.error(f"unknown families {unknown}; choose from {sorted(FAMILIES)}")
     settings = QUICK if args.quick else FULL
     started = time.monotonic()
     load = h.wait_for_quiet(threshold_cores=settings.quiet_cores, max_wait_s=settings.max_wait_s)
@@ -262,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     meter.start()
     sweep, first = [], []
     if args.only != "first":
-        sweep = run_sweep(QUICK_SIZES if args.quick else SIZES, settings)
+        sweep = run_sweep(QUICK_SIZES if args.quick else SIZES, settings, families)
     if args.only != "sweep":
         first = run_first_call(["add"] if args.quick else list(FIRST_OPS), 1 if args.quick else 3)
     load["background_cores_during"] = meter.stop()

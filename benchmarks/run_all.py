@@ -5,6 +5,11 @@ Usage::
     python benchmarks/run_all.py [--quick] [--cases add_large,where,...] [--out-dir docs]
                                  [--skip-ops] [--skip-shapes] [--skip-sizes] [--skip-check]
                                  [--keep]
+    python benchmarks/run_all.py --targets [--quick]
+
+``--targets`` runs only what the speed targets read (the tiny add, ``broadcast_shapes``, the
+(n,64)+(64,) add of the size sweep; about 13 minutes) and prints their table
+(``render_targets.py``); it writes nothing to ``--out-dir``.
 
 ``--keep`` re-runs only the parts not skipped and keeps the others' last results (from
 ``<out-dir>/benchmarks.json``); each section of the report says when it ran.
@@ -33,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import render  # noqa: E402
+import render_targets  # noqa: E402
 
 
 def _run(cmd: list[str]) -> int:
@@ -60,6 +66,8 @@ def run_sizes(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
     cmd = [sys.executable, str(HERE / "bench_sizes.py"), "--json", str(path)]
     if args.quick:
         cmd.append("--quick")
+    if args.targets:
+        cmd += ["--only", "sweep", "--families", "bias2d"]
     rc = _run(cmd)
     if rc != 0 or not path.exists():
         print(f"bench_sizes.py failed (exit {rc})", file=sys.stderr)
@@ -133,7 +141,19 @@ def main(argv: list[str] | None = None) -> int:
         help="a part skipped keeps its last results from <out-dir>/benchmarks.json "
         "(each section of the report says when it ran)",
     )
+    ap.add_argument(
+        "--targets",
+        action="store_true",
+        help="only what the speed targets read; print their table, write nothing",
+    )
     args = ap.parse_args(argv)
+    if args.targets:
+        args.cases = "tiny"
+        with tempfile.TemporaryDirectory(prefix="bcast-bench-") as tmpdir:
+            tmp = Path(tmpdir)
+            ops, shapes, sizes = run_ops(args, tmp), run_shapes(args, tmp), run_sizes(args, tmp)
+        print("\n".join(render_targets.markdown(ops, sizes, shapes)))
+        return 1 if None in (ops, shapes, sizes) else 0
     kept: dict[str, Any] = {}
     if args.keep and (args.out_dir / "benchmarks.json").exists():
         kept = json.loads((args.out_dir / "benchmarks.json").read_text())
