@@ -248,4 +248,11 @@ def test_a_zero_size_or_zero_dimension_result() -> None:
     got = add(np.array(2.0), np.array(3.0))
     assert type(got) is np.ndarray and got.shape == () and got == 5.0
     assert add(np.ones((0, 3)), np.ones(4)) is None  # 3 and 4 do not broadcast
+    # No elements, but dims whose product overflows 64 bits: declined before it counts them
+    left, right = np.ones((LIMIT,) * 3 + (1,) * 3 + (0,)), np.ones((1,) * 3 + (LIMIT,) * 3 + (0,))
+    assert add(left, right) is None
+    with pytest.raises(ValueError, match="too large"):
+        np.add(left, right)  # NumPy cannot make the result either
+    with pytest.raises(BroadcastError, match="too large for an array"):
+        ops.add(left, right)  # the full path says why
     assert "add" in repr(add)

@@ -195,7 +195,7 @@ tiny_call(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnam
     int nda = PyArray_NDIM(a), ndb = PyArray_NDIM(b);
     int nd = nda > ndb ? nda : ndb;
     npy_intp dims[NPY_MAXDIMS], stepa[NPY_MAXDIMS], stepb[NPY_MAXDIMS];
-    npy_intp size = 1, runa = 1, runb = 1;
+    npy_intp size = 1, span = 1, runa = 1, runb = 1; /* span: the product of dims not 0 */
     for (int k = nd - 1; k >= 0; k--) {
         int ka = k - (nd - nda), kb = k - (nd - ndb);
         npy_intp da = ka >= 0 ? PyArray_DIM(a, ka) : 1;
@@ -219,8 +219,9 @@ tiny_call(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnam
             Py_RETURN_NONE;
         }
         size *= d;
-        if (size > self->limit) {
-            Py_RETURN_NONE;
+        span *= d > 0 ? d : 1; /* bounds runa and runb too: none of them overflows */
+        if (span > self->limit) {
+            Py_RETURN_NONE; /* a zero-size result of huge other dims included */
         }
     }
     int result_type = self->ufunc->bool_result ? NPY_BOOL : type;
