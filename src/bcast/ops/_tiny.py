@@ -84,13 +84,16 @@ def _tiny_ufuncs(op: str) -> dict[np.dtype[Any], Any]:
     return found
 
 
-_TINY: Final = {
-    op: _tiny_ufuncs(op) if engine.quiet_run is not None else {}
+_UFUNCS: Final = {
+    op: _tiny_ufuncs(op)
     for op in (
         *("add", "sub", "mul", "div", "pow", "equal", "greater", "less", "and_", "or_", "xor"),
         *ELEMENTWISE,  # bitwise_and ... squared_difference: no attribute picks their kernel
     )
 }
+# NumPy's ufuncs run quietly only from NumPy 2 (`engine.quiet_run`); the compiled tiny path
+# warns of nothing, so it takes `_UFUNCS`' dtypes with NumPy 1.x too.
+_TINY: Final = {op: found if engine.quiet_run is not None else {} for op, found in _UFUNCS.items()}
 _quiet_run: Any = engine.quiet_run
 
 CALLS: Final = {op: engine.CallCache(limit=64) for op in _TINY}
@@ -212,7 +215,7 @@ def compiled_tiny(op: str) -> Any:
     >>> fast is None or fast(np.ones(2, np.float32), np.ones(1, np.float32)).tolist() == [2, 2]
     True
     """
-    table = _TINY[op]
+    table = _UFUNCS[op]
     if _compiled_tiny is None or not table:
         return None
     name = next(iter(table.values())).__name__
