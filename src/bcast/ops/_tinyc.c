@@ -215,9 +215,6 @@ tiny_call(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnam
         runa *= da;
         runb *= db;
         dims[k] = d;
-        if (d > self->limit) {
-            Py_RETURN_NONE;
-        }
         size *= d;
         span *= d > 0 ? d : 1; /* bounds runa and runb too: none of them overflows */
         if (span > self->limit) {
