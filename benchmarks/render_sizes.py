@@ -22,7 +22,8 @@ FAMILY_COLORS = {
 }
 
 
-def _size(n: int) -> str:
+def size_label(n: int) -> str:
+    """A byte count as the report writes it: ``64 KiB``, ``1024 KiB``, ``1 GiB``."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:  # three digits, four below the next unit (1024 KiB, not 1.02e+03)
             return f"{n / scale:.3g} {unit}" if n < 1000 * scale else f"{n / scale:.0f} {unit}"
@@ -67,7 +68,7 @@ def markdown(data: dict[str, Any], png_name: str | None) -> list[str]:
             for p in r.get("peers", []):
                 if p["name"] not in names:
                     names.append(p["name"])
-        header = ["peer", *[_size(r["output_bytes"]) for r in records]]
+        header = ["peer", *[size_label(r["output_bytes"]) for r in records]]
         rows = []
         for name in names:
             row = [name]

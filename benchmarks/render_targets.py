@@ -16,11 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-KIB = 1 << 10
-
-
-def _size(n: int) -> str:
-    return f"{n // (1 << 20)} MiB" if n >= 1 << 20 else f"{n // KIB} KiB"
+import render_sizes
 
 
 def _median(peers: list[dict[str, Any]], name: str) -> float | None:
@@ -55,7 +51,8 @@ def rows(
         ours, other = _median(peers, "bcast out="), _fastest_other(peers)
         if ours is None or other is None:
             continue
-        what = f"add (n,64)+(64,) `out=`, {record['dtype']}, {_size(record['output_bytes'])}"
+        size = render_sizes.size_label(record["output_bytes"])
+        what = f"add (n,64)+(64,) `out=`, {record['dtype']}, {size}"
         ratio = other[1] / ours
         yield what, other[0], ratio, "≥ 1.0", ratio >= 1.0
     for case in (ops or {}).get("cases", []):
