@@ -243,7 +243,7 @@ def test_at_exit_the_compile_under_way_finishes_and_no_other_starts(tmp_path: Pa
             open({str(tmp_path)!r} + "/" + key[0], "w").close()
 
         compiled._kernels = Resolver(slow, name="bcast-compile")
-        a = np.ones((300, 100), np.float32)
+        a = np.ones((400, 100), np.float32)
         with engine.settings(parallel_min=1, compiled_min=0, compiled_thread_work=1):
             ops.add(a, a[0])
             ops.sub(a, a[0])
@@ -260,7 +260,7 @@ def test_a_real_compile_at_exit_ends_cleanly_and_is_cached(tmp_path: Path) -> No
     code = """
         import numpy as np
         from bcast import engine, ops
-        a = np.ones((300, 100))
+        a = np.ones((400, 100))
         with engine.settings(parallel_min=1, compiled_min=0, compiled_thread_work=1):
             assert (ops.add(a, a[0]) == 2).all()  # exits at once: the compile is under way
     """

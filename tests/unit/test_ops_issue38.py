@@ -327,9 +327,9 @@ def test_the_new_binary_operators_replay_their_call_plans_as_add_does(op, theirs
     from bcast import engine
 
     rng = np.random.default_rng(7)
-    a = rng.integers(-50, 50, (320, 64), dtype=np.int32)  # above the compiled tiny path's size
+    a = rng.integers(-50, 50, (640, 64), dtype=np.int32)  # above the compiled tiny path's size
     b = rng.integers(-50, 50, (64,), dtype=np.int32)
-    out = np.empty((320, 64), theirs(a, b).dtype)
+    out = np.empty((640, 64), theirs(a, b).dtype)
     first = getattr(ops, op)(a, b, out=out)
     before = engine.call_cache_info()
     again = getattr(ops, op)(a, b, out=out)

@@ -9,6 +9,7 @@ safely) it must decline (None), and the operator then answers as without it. No 
 
 from __future__ import annotations
 
+import math
 import shutil
 import sysconfig
 from pathlib import Path
@@ -49,7 +50,7 @@ DTYPES = [
     for name in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                  "uint64", "float32", "float64")
 ]  # fmt: skip
-LIMIT = 4 * 4096  # the largest result the compiled path computes (`_tiny._COMPILED_SIZE`)
+LIMIT = 8 * 4096  # the largest result the compiled path computes (`_tiny._COMPILED_SIZE`)
 
 
 def _compiler_here() -> bool:
@@ -181,6 +182,42 @@ def test_integers_wrap_and_bool_bytes_read_as_numpy_reads_them() -> None:
     one = np.array([True, True, True, True])
     for op in ("equal", "not_equal", "and_", "or_", "xor"):
         same_bits(_fast(op)(odd, one), numpys(op, odd, one))
+
+
+def _placed(shape: tuple[int, ...], dtype: np.dtype[Any], skew: int) -> np.ndarray:
+    """An array of ``shape`` whose data starts ``skew`` bytes past a 64-byte boundary."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = np.zeros(nbytes + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + skew
+    return raw[start : start + nbytes].view(dtype).reshape(shape)
+
+
+@pytest.mark.parametrize("skew", [0, 8, 16, 24, 40])
+@pytest.mark.parametrize(
+    ("op", "dtype"),
+    [("sub", "float64"), ("div", "float32"), ("add", "int8"), ("mul", "uint16"),
+     ("less", "float64"), ("equal", "int32")],
+)  # fmt: skip
+def test_a_bias_is_added_with_the_output_rows_shifted_to_whole_vectors(
+    op: str, dtype: str, skew: int
+) -> None:
+    # A repeated row (a bias) against rows laid out as the output: where the output's rows
+    # start off a 32-byte boundary (and fill at least 4 KiB), the C path walks the rows
+    # shifted and reads the bias rotated (`walk`). Every element must still meet its own
+    # bias element, on either side (sub, div and less are not symmetric), at every skew,
+    # in 2-D and under a third axis.
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(skew)
+    for shape, row_shape in (((70, 64), (64,)), ((2, 50, 96), (96,)), ((300, 32), (1, 32))):
+        big = _placed(shape, dt, 0)
+        big[...] = rng.integers(1, 100, shape).astype(dt)
+        row = (rng.integers(1, 100, row_shape) + 0.5 * (dt.kind == "f")).astype(dt)
+        for x, y in ((big, row), (row, big)):
+            want = numpys(op, x, y)
+            out = _placed(want.shape, want.dtype, skew)
+            out.fill(0)
+            assert _fast(op)(x, y, out) is out
+            same_bits(out, want)
 
 
 def _misaligned(n: int) -> np.ndarray:

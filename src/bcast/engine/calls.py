@@ -302,7 +302,7 @@ def call_cache_info() -> CacheInfo:
 
     >>> import numpy as np
     >>> import bcast, bcast.engine
-    >>> a, b, out = np.ones((256, 128)), np.ones(128), np.empty((256, 128))
+    >>> a, b, out = np.ones((512, 128)), np.ones(128), np.empty((512, 128))
     >>> before = bcast.engine.call_cache_info()
     >>> for _ in range(3):
     ...     _ = bcast.ops.add(a, b, out=out)

@@ -46,11 +46,13 @@ _TINY_OUT: Final = engine.TINY // 2
 which replays the call in one compiled call, is faster than NumPy's ufunc on a broadcast
 operand: (64,64)+(64,) float32 took 1.53 us through it, 1.83 us through the ufunc."""
 _WALKED: Final = engine.WALKED
-_COMPILED_SIZE: Final = 4 * engine.TINY
+_COMPILED_SIZE: Final = 8 * engine.TINY
 """The largest result (in elements, new or ``out=``) the compiled tiny path computes. Its
-plain C loops (AVX2) beat the compiled entry up to here ((256,64)+(64,) float32 into out=:
-2.3 us against 3.0 us) and only tie it at twice the size (4.6 against 4.3 us; a new float64
-result 9.0 against 7.5 us), where the entry's AVX-512 and its choice of stores pay."""
+C loops (AVX2, two axes a call, the output's vector stores kept whole) beat the compiled
+entry up to here: (512,64)+(64,) float64 into an ``out=`` 16 bytes off a vector boundary,
+as NumPy allocates, 6.1 us against 7.0 us. At twice the size they trade places from one
+case to the next (a float32 ``out=`` 7.8 against 6.8 us, a new float64 result 10.4 against
+12.7 us), and the entry's threads come next."""
 try:  # by name: an extension has no source for import-linter's graph to place
     _compiled_tiny: Any = importlib.import_module("bcast.ops._tinyc")
 except ImportError:  # built without a C compiler: NumPy's ufuncs take the tiny calls

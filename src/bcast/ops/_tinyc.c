@@ -18,33 +18,49 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
 #define N_TYPES (NPY_DOUBLE + 1) /* NPY_BOOL .. NPY_DOUBLE: the dtypes with loops here */
 
-/* One inner loop: n elements; a and b advance by sa, sb elements (0 or 1), o by 1. */
+/* One loop: ``rows`` rows of n elements. Within a row a and b advance by sa, sb elements
+ * (0 or 1), from one row to the next by ra, rb (any step, 0 included); o is written
+ * row after row. One call walks the last two axes: a call per row costs as much as a row
+ * of 64 doubles takes. */
 typedef void (*loop_fn)(const char *a, const char *b, char *o, npy_intp n, npy_intp sa,
-                        npy_intp sb);
+                        npy_intp sb, npy_intp rows, npy_intp ra, npy_intp rb);
 
-/* The loops are written three times, for (1, 1), (1, 0) and (0, 1) steps, so that the
- * compiler vectorizes each; the step 0 operand is read once. */
+/* The rows are written three times, for (1, 1), (1, 0) and (0, 1) steps, so that the
+ * compiler vectorizes each; with (0, 0) steps a row is one value. */
+#define ROWS(TI, TO, XI, YI, EXPR)                                                \
+    for (npy_intp r = 0; r < rows; r++) {                                         \
+        const TI *qa = pa + r * ra, *qb = pb + r * rb;                            \
+        TO *qo = po + r * n;                                                      \
+        for (npy_intp i = 0; i < n; i++) {                                        \
+            const TI x = qa[XI], y = qb[YI];                                      \
+            qo[i] = (EXPR);                                                       \
+        }                                                                         \
+    }
 #define LOOP_BODY(TI, TO, EXPR)                                                   \
     const TI *pa = (const TI *)a_;                                                \
     const TI *pb = (const TI *)b_;                                                \
     TO *po = (TO *)o_;                                                            \
-    npy_intp i;                                                                   \
     if (sa && sb) {                                                               \
-        for (i = 0; i < n; i++) { const TI x = pa[i], y = pb[i]; po[i] = (EXPR); } \
+        ROWS(TI, TO, i, i, EXPR)                                                  \
     } else if (sa) {                                                              \
-        const TI y = pb[0];                                                       \
-        for (i = 0; i < n; i++) { const TI x = pa[i]; po[i] = (EXPR); }           \
+        ROWS(TI, TO, i, 0, EXPR)                                                  \
     } else if (sb) {                                                              \
-        const TI x = pa[0];                                                       \
-        for (i = 0; i < n; i++) { const TI y = pb[i]; po[i] = (EXPR); }          \
+        ROWS(TI, TO, 0, i, EXPR)                                                  \
     } else {                                                                      \
-        const TI x = pa[0], y = pb[0];                                            \
-        for (i = 0; i < n; i++) { po[i] = (EXPR); }                               \
+        for (npy_intp r = 0; r < rows; r++) {                                     \
+            const TI x = pa[r * ra], y = pb[r * rb];                              \
+            const TO v = (EXPR);                                                  \
+            for (npy_intp i = 0; i < n; i++) {                                    \
+                po[r * n + i] = v;                                                \
+            }                                                                     \
+        }                                                                         \
     }
 
 /* Each loop is compiled for AVX2 and the baseline, and the loader picks the widest
@@ -60,7 +76,7 @@ typedef void (*loop_fn)(const char *a, const char *b, char *o, npy_intp n, npy_i
 
 #define DEFINE_LOOP(NAME, TI, TO, EXPR)                                               \
     WIDE static void NAME(const char *a_, const char *b_, char *o_, npy_intp n, npy_intp sa, \
-                     npy_intp sb)                                                     \
+                          npy_intp sb, npy_intp rows, npy_intp ra, npy_intp rb)       \
     {                                                                                 \
         LOOP_BODY(TI, TO, EXPR)                                                       \
     }
@@ -171,6 +187,46 @@ overlaps(PyArrayObject *x, PyArrayObject *y)
     return PyArray_NBYTES(x) > 0 && PyArray_NBYTES(y) > 0 && x0 < y1 && y0 < x1;
 }
 
+/* The bytes of a vector of the widest loops (AVX2): a store that straddles two cache
+ * lines costs about two, and NumPy allocates on 16-byte boundaries. */
+#define VECTOR_BYTES 32
+/* The largest row `walk` copies to rotate it, and the least output it shifts (below, the
+ * split stores cost less than the two more calls). */
+#define ROTATED_BYTES 2048
+#define SHIFTED_BYTES 4096
+
+/* One block of ``rows`` rows for the loop, as `loop_fn` takes it. Where one operand is
+ * a row repeated (a bias: steps 1 within, 0 between rows), the other is laid out as o,
+ * and o's rows all start h elements short of a vector boundary, the loop walks the block
+ * shifted by h: each row it writes is the end of one of o's rows and the start of the
+ * next, so that its vector stores are whole, and it reads the repeated row rotated by h
+ * (a copy). Otherwise one call. */
+static void
+walk(loop_fn loop, const char *a, const char *b, char *o, npy_intp n, npy_intp sa,
+     npy_intp sb, npy_intp rows, npy_intp ra, npy_intp rb, npy_intp ia, npy_intp io)
+{
+    int a_repeats = sa == 1 && ra == 0 && sb == 1 && rb == n;
+    int b_repeats = sb == 1 && rb == 0 && sa == 1 && ra == n;
+    npy_intp h = (npy_intp)(((VECTOR_BYTES - (uintptr_t)o % VECTOR_BYTES) % VECTOR_BYTES) / io);
+    if (!(a_repeats || b_repeats) || h == 0 || h >= n || rows < 2 ||
+        (uintptr_t)o % io != 0 || (n * io) % VECTOR_BYTES != 0 || n * ia > ROTATED_BYTES ||
+        rows * n * io < SHIFTED_BYTES) {
+        loop(a, b, o, n, sa, sb, rows, ra, rb);
+        return;
+    }
+    char rotated[ROTATED_BYTES];
+    const char *row = a_repeats ? a : b;
+    memcpy(rotated, row + h * ia, (n - h) * ia);
+    memcpy(rotated + (n - h) * ia, row, h * ia);
+    loop(a, b, o, h, sa, sb, 1, 0, 0); /* the first h elements of the first row */
+    for (int part = 0; part < 2; part++) {
+        /* rows - 1 shifted rows, then the last n - h elements of the last row */
+        npy_intp at = h + part * (rows - 1) * n;
+        loop(a_repeats ? rotated : a + at * ia, b_repeats ? rotated : b + at * ia, o + at * io,
+             part ? n - h : n, sa, sb, part ? 1 : rows - 1, ra, rb);
+    }
+}
+
 static PyObject *
 tiny_call(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -256,17 +312,19 @@ tiny_call(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnam
         return (PyObject *)out;
     }
 
-    /* The last axis is the inner loop; the others are counted like an odometer. */
+    /* The last two axes are the loop's; the others are counted like an odometer. */
     const char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b);
     char *po = PyArray_BYTES(out);
     npy_intp ia = PyArray_ITEMSIZE(a), io = PyArray_ITEMSIZE(out);
-    npy_intp inner = nd > 0 ? dims[nd - 1] : 1;
+    npy_intp inner = nd > 0 ? dims[nd - 1] : 1, rows = nd > 1 ? dims[nd - 2] : 1;
     npy_intp sa = nd > 0 ? stepa[nd - 1] : 0, sb = nd > 0 ? stepb[nd - 1] : 0;
+    npy_intp ra = nd > 1 ? stepa[nd - 2] : 0, rb = nd > 1 ? stepb[nd - 2] : 0;
     npy_intp index[NPY_MAXDIMS] = {0};
     npy_intp offa = 0, offb = 0;
-    for (npy_intp done = 0; done < size; done += inner) {
-        loop(pa + offa * ia, pb + offb * ia, po + done * io, inner, sa, sb);
-        for (int k = nd - 2; k >= 0; k--) {
+    for (npy_intp done = 0; done < size; done += inner * rows) {
+        walk(loop, pa + offa * ia, pb + offb * ia, po + done * io, inner, sa, sb, rows, ra, rb, ia,
+             io);
+        for (int k = nd - 3; k >= 0; k--) {
             offa += stepa[k];
             offb += stepb[k];
             if (++index[k] < dims[k]) {
