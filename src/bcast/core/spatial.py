@@ -96,6 +96,7 @@ def ceil_window_dim(
     pad_end: int,
     *,
     last_inside: bool,
+    window_fits: bool = False,
 ) -> Expr | None:
     """One spatial output dim of a pooling that rounds up (ONNX ``ceil_mode=1``).
 
@@ -103,8 +104,12 @@ def ceil_window_dim(
     pooling, OpenVINO's ``rounding_type="ceil_torch"``, PyTorch) the last window must start
     inside the padded input, ``(out - 1)*stride < size + pad_begin``, which is
     ``Min(out, (size + pad_begin - 1)//stride + 1)`` where ``pad_end`` is below the window.
-    OpenVINO's ``rounding_type="ceil"`` has no such rule. None where the parameters are
-    invalid (a pad past the window: onnxruntime refuses it).
+    OpenVINO's ``rounding_type="ceil"`` has no such rule. With ``window_fits`` (OpenVINO,
+    either rounding) the dilated window must fit the padded input, ``size + pads >= span``,
+    where rounding up alone would give one window more than none: the dim is then
+    ``Min(out, size + pads - span + 1)``, which is ``out`` wherever the window fits (a
+    stride of at least 1 makes no more windows than positions) and at most 0 elsewhere.
+    None where the parameters are invalid (a pad past the window: onnxruntime refuses it).
 
     >>> h = Expr("sym", name="h")
     >>> str(ceil_window_dim(h, 2, 2, 1, 0, 0, last_inside=True))
@@ -113,16 +118,20 @@ def ceil_window_dim(
     'h//2 + 1'
     >>> str(ceil_window_dim(h, 2, 2, 1, 1, 1, last_inside=True))
     'Min((h + 1)//2 + 1, h//2 + 1)'
+    >>> str(ceil_window_dim(h, 3, 2, 1, 0, 0, last_inside=False, window_fits=True))
+    'Min((h - 2)//2 + 1, h - 2)'
     """
     span = (kernel - 1) * dilation + 1
     if stride < 1 or dilation < 1 or kernel < 1 or max(pad_begin, pad_end) >= span:
         return None
     out = plus(up(plus(size, pad_begin + pad_end - span), stride), 1)
-    if not last_inside or stride == 1 or pad_begin + pad_end == 0:
-        # No pad: a window that starts past the data would need pads; stride 1: no rounding.
-        return out
-    inside = plus(floor_div(plus(size, pad_begin - 1), stride), 1)
-    return out if inside == out else Expr("Min", (out, inside))
+    if last_inside and stride > 1 and pad_begin + pad_end > 0:
+        # (No pad: a window that starts past the data would need pads; stride 1: no rounding.)
+        inside = plus(floor_div(plus(size, pad_begin - 1), stride), 1)
+        out = out if inside == out else Expr("Min", (out, inside))
+    if window_fits and stride > 1:  # (stride 1 does not round: out is the fit already)
+        out = Expr("Min", (out, plus(size, pad_begin + pad_end - span + 1)))
+    return out
 
 
 def scaled_dim(size: Expr, scale: float) -> Expr | None:

@@ -39,12 +39,11 @@ _MULTIPLIED: Final = frozenset({"MatMul", "Gemm"})  # A's K against B's K
 NOT_COLLECTED: Final = (
     "If/Loop/Scan bodies (they run for some data only)",
     "Pad's pads computed in the graph that may be negative or that a mirror must fit",
-    "OpenVINO's rule that a pooling window rounding up fits the padded input",
     "OpenVINO Interpolate with pads or computed scales",
     "IR Reshape targets, Slice ends and Pad amounts computed by other operators than "
     "ShapeOf, Gather, Concat, element-wise arithmetic, Slice, Transpose and Split",
-    "index bounds of ScatterND, and of Gather and GatherND indices made otherwise than by "
-    "Range, Add, Mul and Concat",
+    "index bounds of Gather, GatherND and ScatterND indices made otherwise than by Range, "
+    "Add, Mul and Concat",
 )
 
 
@@ -116,7 +115,11 @@ def collect_other(
         outs = [values.get(name, Shape.dynamic()) for name in node.outputs if name]
         records.extend(arithmetic_records(node, graph, inputs, outs))
     elif node.op == "GatherND" and len(inputs) == 2 and graph.format == "onnx":
-        _gather_nd(node, graph, inputs[0], producers or {}, values, records)
+        _index_tuples(node, graph, inputs[0], node.axis, producers or {}, values, records)
+    elif node.op in ("ScatterND", "ScatterNDUpdate") and len(inputs) == 3:
+        _scatter_nd(node, graph, inputs, producers or {}, values, records)
+    elif node.op in ("ScatterElements", "ScatterElementsUpdate") and len(inputs) >= 3:
+        _record(node, graph, inputs[1:3], Mode.NONE, records, ["indices", "updates"])
     elif node.op == "GatherElements" and len(inputs) == 2 and inputs[0].rank:
         size = inputs[0].dims[node.axis % inputs[0].rank]
         largest = _largest(node.inputs[1], graph, producers or {}, values, 0)
@@ -188,19 +191,44 @@ def _transposed(dims: tuple[Dim, ...], swap: bool) -> tuple[Dim, ...]:
     return (*dims[:-2], dims[-1], dims[-2]) if swap and len(dims) >= 2 else dims
 
 
-def _gather_nd(
+def _scatter_nd(
     node: Node,
     graph: Graph,
-    data: Shape,
+    inputs: Sequence[Shape],
     producers: Mapping[str, Node],
     values: Mapping[str, Shape],
     records: list[Record],
 ) -> None:
-    """Bound each component of GatherND's index tuples by the data dim it indexes.
+    """Record ScatterND's requirements: the updates' shape, and the index tuples' bounds.
+
+    Indices ``[..., k]`` address data's first ``k`` axes; the updates are
+    ``indices.shape[:-1] + data.shape[k:]`` (onnxruntime and OpenVINO refuse any other).
+    """
+    data, indices, updates = inputs[:3]
+    if not indices.rank or data.rank is None:
+        return
+    width = indices.dims[-1]
+    if not width.is_static or width.lo > data.rank:
+        return
+    expected = Shape((*indices.dims[:-1], *data.dims[width.lo :]))
+    _record(node, graph, [expected, updates], Mode.NONE, records, ["indices, data", "updates"])
+    _index_tuples(node, graph, data, 0, producers, values, records)
+
+
+def _index_tuples(
+    node: Node,
+    graph: Graph,
+    data: Shape,
+    first: int,
+    producers: Mapping[str, Node],
+    values: Mapping[str, Shape],
+    records: list[Record],
+) -> None:
+    """Bound each component of GatherND's or ScatterND's index tuples by its data dim.
 
     The tuples exporters write are a Concat on the last axis of one part per component
     (positions from Ranges, expanded): part ``k``'s largest value indexes data axis
-    ``batch_dims + k``.
+    ``first + k`` (GatherND's ``batch_dims``; 0 for ScatterND).
     """
     concat = producers.get(node.inputs[1])
     if concat is None or concat.op != "Concat" or data.rank is None:
@@ -210,7 +238,7 @@ def _gather_nd(
         return
     if concat.axis not in (-1, (parts[0].rank or 0) - 1 if parts[0] is not None else -1):
         return
-    at = node.axis
+    at = first
     for name, part in zip(concat.inputs, parts, strict=True):
         width = part.dims[-1] if part is not None and part.rank else Dim.unknown()
         if not width.is_static:

@@ -168,7 +168,8 @@ def _ceil_pool(
     """Size MaxPool/AvgPool windows that round up (``rounding_type`` ceil or ceil_torch).
 
     ``ceil`` is the formula alone; ``ceil_torch`` also has the last window start inside
-    the padded input (OpenVINO infers both so).
+    the padded input (OpenVINO infers both so). Either way OpenVINO refuses a dilated window
+    larger than the padded input, where rounding up would still make one window.
     """
     spatial = (x.rank or 0) - 2
     kernel = ints(data.get("kernel"), [])
@@ -186,7 +187,8 @@ def _ceil_pool(
     for i, dim in enumerate(x.dims[2:]):
         size = expr_of(dim, expressions)
         found = None if size is None else ceil_window_dim(
-            size, kernel[i], strides[i], dilations[i], begin[i], end[i], last_inside=torch
+            size, kernel[i], strides[i], dilations[i], begin[i], end[i], last_inside=torch,
+            window_fits=True,
         )  # fmt: skip
         out.append(Dim.unknown() if found is None else expression_dim(found, expressions))
     return Shape(out)
