@@ -15,6 +15,12 @@ edit or a converter makes). With ``g`` gates (LSTM 4, GRU 3, RNN 1), ``h = hidde
   ``layout=1``);
 - LSTM's peepholes ``P`` are ``[d, 3*h]``.
 
+OpenVINO's ``LSTMSequence``, ``GRUSequence`` and ``RNNSequence`` (opset 5) are the same
+layers with their inputs in another order and batch first: ``X`` ``[batch, seq, input]``,
+the initial states ``[batch, d, h]``, ``sequence_lengths`` ``[batch]``, ``W``, ``R`` as
+above and ``B`` ``[d, g*h]`` (one bias a gate; ``[d, 4*h]`` for a GRU that is
+``linear_before_reset``).
+
 Each is an exact (``none``) broadcast of the given shape with the expected one, so its
 finding, conditions and domain requirements are those of any other broadcast.
 
@@ -88,6 +94,17 @@ def _recurrent(node: Node, shapes: Operands) -> Outcome:
             expected[6] = ("initial_c", Shape(state))
     if node.op == "LSTM":
         expected[7] = ("P", Shape((directions, _times(hidden, 3))))
+    return _held(node, shapes, expected, gates, hidden)
+
+
+def _held(
+    node: Node,
+    shapes: Operands,
+    expected: dict[int, tuple[str, Shape]],
+    gates: int,
+    hidden: Dim,
+) -> Outcome:
+    """Hold each present input ``index`` against its ``(role, expected shape)``."""
     constraints: list[Constraint] = []
     for index, (role, want) in expected.items():
         got = at(shapes, index)
@@ -104,5 +121,39 @@ def _recurrent(node: Node, shapes: Operands) -> Outcome:
     return Outcome(tuple(constraints))
 
 
-RECURRENT_RULES: Final[dict[str, RuleFunction]] = {op: _recurrent for op in _GATES}
-"""LSTM, GRU and RNN (ONNX, default domain), by op type."""
+_SEQUENCES: Final = {"LSTMSequence": 4, "GRUSequence": 3, "RNNSequence": 1}
+
+
+def _sequence(node: Node, shapes: Operands) -> Outcome:
+    """OpenVINO's LSTMSequence, GRUSequence, RNNSequence: the states, lengths, W, R and B."""
+    gates = _SEQUENCES[node.op]
+    given = dict(node.attrs).get("hidden_size")
+    if not isinstance(given, int) or given < 1:
+        return Outcome()
+    hidden, x = Dim(given), at(shapes, 0)
+    cell = node.op == "LSTMSequence"  # X, H, C, lengths, W, R, B; else X, H, lengths, W, R, B
+    first = 4 if cell else 3  # W's index
+    w, r = at(shapes, first), at(shapes, first + 1)
+    directions = w.dims[0] if w.rank == 3 else r.dims[0] if r.rank == 3 else Dim.unknown()
+    batch = x.dims[0] if x.rank == 3 else Dim.unknown()
+    size = x.dims[2] if x.rank == 3 else Dim.unknown()
+    wide = _times(hidden, gates)
+    bias = _times(hidden, gates + 1) if attr(node, "linear_before_reset", 0) == 1 else wide
+    state = Shape((batch, directions, hidden))
+    expected: dict[int, tuple[str, Shape]] = {
+        1: ("initial_hidden_state", state),
+        first - 1: ("sequence_lengths", Shape((batch,))),
+        first: ("W", Shape((directions, wide, size))),
+        first + 1: ("R", Shape((directions, wide, hidden))),
+        first + 2: ("B", Shape((directions, bias))),
+    }
+    if cell:
+        expected[2] = ("initial_cell_state", state)
+    return _held(node, shapes, expected, gates, hidden)
+
+
+RECURRENT_RULES: Final[dict[str, RuleFunction]] = {
+    **{op: _recurrent for op in _GATES},
+    **{op: _sequence for op in _SEQUENCES},
+}
+"""LSTM, GRU and RNN (ONNX, default domain) and OpenVINO's sequence layers, by op type."""

@@ -449,6 +449,12 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
         return Node(**fields, attrs=einsum_labels(data.get("equation", "")))
     elif layer.type == "Pad" and data.get("pad_mode") in ("reflect", "symmetric"):
         return Node(**fields, attrs=((data["pad_mode"], 1),))  # for the domain: mirrored pads
+    elif layer.type in ("LSTMSequence", "GRUSequence", "RNNSequence"):  # models/rules_recurrent
+        if not _is_int(data.get("hidden_size", "")):
+            return node
+        reset = int(data.get("linear_before_reset", "false").lower() == "true")
+        attrs = (("hidden_size", int(data["hidden_size"])), ("linear_before_reset", reset))
+        return Node(**fields, rule=Rule.OPERATOR, attrs=attrs)
     elif layer.type in ("PReLU", "PRelu"):  # the slope per channel where it fits (core/channels.py)
         return Node(**fields, rule=Rule.PRELU_CHANNEL)
     else:
