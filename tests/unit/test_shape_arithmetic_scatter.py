@@ -49,15 +49,16 @@ def _bcast_runs(model: Any, dims: dict[str, int]) -> bool:
     return not any(f.severity is Severity.ERROR for f in report.findings)
 
 
+def _scatter_nd(updates: list[int | str]) -> Any:
+    """``put = ScatterND(data [N, 8], indices [M, 1], updates)``."""
+    scatter = helper.make_node("ScatterND", ["data", "indices", "updates"], ["out"], name="put")
+    indices = helper.make_tensor_value_info("indices", TensorProto.INT64, ["M", 1])
+    return _model([scatter], [_float("data", ["N", 8]), indices, _float("updates", updates)])
+
+
 def test_scatter_nd_updates_must_be_the_indexed_rows_as_onnxruntime_requires() -> None:
     # data [N, 8], indices [M, 1], updates [U, 8]: onnxruntime runs only where U = M.
-    scatter = helper.make_node("ScatterND", ["data", "indices", "updates"], ["out"], name="put")
-    model = _model(
-        [scatter],
-        [_float("data", ["N", 8]),
-         helper.make_tensor_value_info("indices", TensorProto.INT64, ["M", 1]),
-         _float("updates", ["U", 8])],
-    )  # fmt: skip
+    model = _scatter_nd(["U", 8])
     for u in (2, 3, 4):
         feeds = {
             "data": np.zeros((5, 8), np.float32),
@@ -70,13 +71,7 @@ def test_scatter_nd_updates_must_be_the_indexed_rows_as_onnxruntime_requires() -
 
 
 def test_a_scatter_nd_update_of_the_wrong_width_is_reported_at_its_node() -> None:
-    scatter = helper.make_node("ScatterND", ["data", "indices", "updates"], ["out"], name="put")
-    model = _model(
-        [scatter],
-        [_float("data", ["N", 8]),
-         helper.make_tensor_value_info("indices", TensorProto.INT64, ["M", 1]),
-         _float("updates", ["M", 7])],
-    )  # fmt: skip
+    model = _scatter_nd(["M", 7])
     feeds = {
         "data": np.zeros((5, 8), np.float32),
         "indices": np.array([[1]], np.int64),
