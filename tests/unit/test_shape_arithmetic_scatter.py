@@ -121,3 +121,35 @@ def test_scatter_elements_indices_and_updates_share_a_shape_as_onnxruntime_requi
             "updates": np.ones((2, v), np.float32),
         }
         assert _bcast_runs(model, {"W": 3, "V": v}) == _ort_runs(model, feeds) == (v == 3)
+
+
+def test_the_ir_scatter_updates_are_held_as_openvino_holds_them(tmp_path: Any) -> None:
+    # The IR's ScatterNDUpdate and ScatterElementsUpdate, on dynamic inputs: OpenVINO runs
+    # each only where the updates are the indexed rows (ND) or the indices' shape (elements).
+    ov = pytest.importorskip("openvino")
+    o = ov.opset13
+    data = o.parameter([-1, 3], np.float32, name="data")
+    rows = o.parameter([-1, 1], np.int64, name="indices")
+    axis = o.constant(np.array(0, np.int64))
+    for name, width in (("nd", 3), ("elements", 1)):
+        updates = o.parameter([-1, width], np.float32, name="updates")
+        layer = (
+            o.scatter_nd_update(data, rows, updates)
+            if name == "nd"
+            else o.scatter_elements_update(data, rows, updates, axis)
+        )
+        path = str(tmp_path / f"{name}.xml")
+        ov.save_model(ov.Model([layer], [data, rows, updates], name), path)
+        compiled = ov.Core().compile_model(path, "CPU")
+        named = {d.name for d in bcast.check(path).domain.dims}
+        for u in (2, 3, 4):
+            index = np.array([[0], [2], [4]], np.int64)
+            arrays = [np.zeros((5, 3), np.float32), index, np.ones((u, width), np.float32)]
+            try:
+                compiled(arrays)
+                ran = True
+            except RuntimeError:  # OpenVINO's refusal
+                ran = False
+            sizes = {"data.0": 5, "indices.0": 3, "updates.0": u}
+            assert set(sizes) <= named
+            assert _bcast_runs(path, sizes) == ran == (u == 3), (name, u)
