@@ -207,13 +207,14 @@ walk(loop_fn loop, const char *a, const char *b, char *o, npy_intp n, npy_intp s
 {
     int a_repeats = sa == 1 && ra == 0 && sb == 1 && rb == n;
     int b_repeats = sb == 1 && rb == 0 && sa == 1 && ra == n;
-    npy_intp h = (npy_intp)(((VECTOR_BYTES - (uintptr_t)o % VECTOR_BYTES) % VECTOR_BYTES) / io);
-    if (!(a_repeats || b_repeats) || h == 0 || h >= n || rows < 2 ||
-        (uintptr_t)o % io != 0 || (n * io) % VECTOR_BYTES != 0 || n * ia > ROTATED_BYTES ||
-        rows * n * io < SHIFTED_BYTES) {
+    /* the bytes short of a vector boundary (0: aligned), checked before anything divides */
+    size_t short_by = (size_t)(-(uintptr_t)o % VECTOR_BYTES);
+    if (!(a_repeats || b_repeats) || short_by == 0 || rows * n * io < SHIFTED_BYTES ||
+        short_by % (size_t)io != 0 || (n * io) % VECTOR_BYTES != 0 || n * ia > ROTATED_BYTES) {
         loop(a, b, o, n, sa, sb, rows, ra, rb);
         return;
     }
+    npy_intp h = (npy_intp)short_by / io; /* < n: a row holds a whole vector */
     char rotated[ROTATED_BYTES];
     const char *row = a_repeats ? a : b;
     memcpy(rotated, row + h * ia, (n - h) * ia);
