@@ -129,7 +129,9 @@ def test_an_ir_pool_rounding_up_runs_where_its_window_fits_as_openvino_runs(
     # refuses a window larger than the padded input: the domain must start at 3.
     import bcast
 
-    pool = lambda x: o.max_pool(x, [2], [1], [0], [0], [3], rounding)  # noqa: E731
+    def pool(x: Any) -> Any:
+        return o.max_pool(x, [2], [1], [0], [0], [3], rounding)
+
     path = save_layer(tmp_path, pool, [1, 1, -1])
     height = load_graph(path).shapes["x"].dims[2].name
     compiled = ov.Core().compile_model(str(path), "CPU")

@@ -9,6 +9,7 @@ every expected answer comes from running onnxruntime at that point.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ helper, numpy_helper, TensorProto = onnx.helper, onnx.numpy_helper, onnx.TensorP
 ort.set_default_logger_severity(3)
 
 
-def _model(nodes: list[Any], inputs: list[Any], inits: list[Any] = ()) -> Any:  # type: ignore[assignment]
+def _model(nodes: list[Any], inputs: list[Any], inits: Sequence[Any] = ()) -> Any:
     graph = helper.make_graph(
         nodes, "g", inputs, [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
         list(inits),

@@ -144,20 +144,15 @@ def strided(
         or not all(type(v) is int for v in (*begin, *end, *strides))
     ):
         return None
-    masks = {k: ints(data.get(k), []) for k in ("begin_mask", "end_mask", "new_axis_mask",
-                                                 "shrink_axis_mask", "ellipsis_mask")}  # fmt: skip
-    if any(m is None for m in masks.values()):
-        return None
-    placed = strided_axes(
-        x.rank,
-        len(begin),
-        masks["new_axis_mask"] or [],
-        masks["shrink_axis_mask"] or [],
-        masks["ellipsis_mask"] or [],
-    )
+    read = [ints(data.get(k), []) for k in ("begin_mask", "end_mask", "new_axis_mask",
+                                             "shrink_axis_mask", "ellipsis_mask")]  # fmt: skip
+    masks = [m for m in read if m is not None]
+    if len(masks) < len(read):
+        return None  # a malformed mask
+    begin_mask, end_mask, new_axis, shrink, ellipsis = masks
+    placed = strided_axes(x.rank, len(begin), new_axis, shrink, ellipsis)
     if placed is None:
         return None
-    begin_mask, end_mask = masks["begin_mask"] or [], masks["end_mask"] or []
     cuts: list[tuple[Element, ...]] = []
     for kind, axis, entry in placed:
         if kind != "slice":
