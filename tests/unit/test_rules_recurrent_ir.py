@@ -111,3 +111,26 @@ def test_a_sequence_weight_one_short_is_refused_by_openvino_and_found_at_its_nod
         assert not _openvino_runs(short, op), name
         (error,) = _errors(short)
         assert error.op == op and f"{op} {name} " in error.reason, error.reason
+
+
+@pytest.mark.parametrize("written", ["0", "-3", "1e3"])
+def test_a_hidden_size_openvino_refuses_is_an_error_or_not_modelled(
+    tmp_path: Path, written: str
+) -> None:
+    # OpenVINO reads these files and refuses to compile them. An integer that is no size is
+    # an error at the layer; text that is no integer leaves the layer unmodelled (listed in
+    # the coverage), never "no findings" as if it had been checked.
+    path = _save(tmp_path, "GRUSequence")
+    text = path.read_text()
+    assert text.count(f'hidden_size="{HIDDEN}"') == 1
+    edited = path.with_name("edited.xml")
+    edited.write_text(text.replace(f'hidden_size="{HIDDEN}"', f'hidden_size="{written}"'))
+    edited.with_suffix(".bin").write_bytes(path.with_suffix(".bin").read_bytes())
+    assert not _openvino_runs(edited, "GRUSequence")
+    report = bcast.check(edited)
+    if written == "1e3":
+        assert [u.op for u in report.unmodelled] == ["GRUSequence"]
+        assert "no integer hidden_size" in (report.coverage() or "")
+    else:
+        (error,) = _errors(edited)
+        assert error.op == "GRUSequence" and "hidden_size" in error.reason

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from bcast.core.dim import Dim
+from bcast.core.dim import MAX_DIM, Dim
 from bcast.core.shape import Shape
 from bcast.models.graph import Node
 from bcast.models.rules_base import (
@@ -128,8 +128,9 @@ def _sequence(node: Node, shapes: Operands) -> Outcome:
     """OpenVINO's LSTMSequence, GRUSequence, RNNSequence: the states, lengths, W, R and B."""
     gates = _SEQUENCES[node.op]
     given = dict(node.attrs).get("hidden_size")
-    if not isinstance(given, int) or given < 1:
-        return Outcome()
+    if not isinstance(given, int) or not 1 <= given <= MAX_DIM:
+        why = f"{node.op} hidden_size {given} is not a size; OpenVINO refuses the layer"
+        return Outcome(errors=((None, why),))
     hidden, x = Dim(given), at(shapes, 0)
     cell = node.op == "LSTMSequence"  # X, H, C, lengths, W, R, B; else X, H, lengths, W, R, B
     first = 4 if cell else 3  # W's index

@@ -451,7 +451,7 @@ def _with_rule(node: Node, layer: _Layer, graph: Graph) -> Node:
         return Node(**fields, attrs=((data["pad_mode"], 1),))  # for the domain: mirrored pads
     elif layer.type in ("LSTMSequence", "GRUSequence", "RNNSequence"):  # models/rules_recurrent
         if not _is_int(data.get("hidden_size", "")):
-            return node
+            return replace(node, unmodelled=f"{layer.type} has no integer hidden_size")
         reset = int(data.get("linear_before_reset", "false").lower() == "true")
         attrs = (("hidden_size", int(data["hidden_size"])), ("linear_before_reset", reset))
         return Node(**fields, rule=Rule.OPERATOR, attrs=attrs)
